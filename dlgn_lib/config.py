@@ -1,0 +1,236 @@
+"""Run configurations (frozen dataclasses), profiles, and notebook parameter checks (SPEC §5, §7).
+
+A ``RunConfig`` says everything a training run depends on: data, model, optimiser, epochs, batch,
+seed and snapshot count. Its ``key()`` (a stable hash that also covers ``CODE_VERSION``) names the
+run in the cache. Profiles ``quick`` and ``full`` change sizes and counts only, never code paths:
+each notebook's sizes are in ``NOTEBOOK_SIZES`` and reach it through ``for_notebook``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+
+from .models import MODEL_KINDS
+
+#: Bump when a change to models, data or training alters what a given config produces: old cache
+#: entries then stop matching instead of being reused.
+CODE_VERSION = "1"
+
+PROFILES = ("quick", "full")
+OPTIMIZERS = ("adam", "sgd")
+
+
+class ParameterError(ValueError):
+    """A notebook or config parameter has a value that is not allowed; the message names it."""
+
+
+def _freeze(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    def plain(v):
+        if isinstance(v, (list, tuple)):
+            return tuple(plain(u) for u in v)
+        if isinstance(v, Mapping):
+            return tuple(sorted((k, plain(u)) for k, u in v.items()))
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        raise ParameterError(f"config value {v!r} of type {type(v).__name__} is not allowed; "
+                             "use numbers, strings, booleans, None, or tuples of them")
+    return tuple(sorted((str(k), plain(v)) for k, v in params.items()))
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """A dataset by name and generator parameters, as passed to ``dlgn_lib.data.load``."""
+    name: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def make(cls, name: str, **params) -> "DataSpec":
+        return cls(name, _freeze(params))
+
+    def kwargs(self) -> dict:
+        return dict(self.params)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model by kind (``models.MODEL_KINDS``), hidden widths and options such as β or gate biases."""
+    kind: str
+    widths: tuple[int, ...]
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def make(cls, kind: str, widths, **options) -> "ModelSpec":
+        if kind not in MODEL_KINDS:
+            raise ParameterError(f"model kind={kind!r} is not allowed; choose one of {list(MODEL_KINDS)}")
+        return cls(kind, tuple(int(m) for m in widths), _freeze(options))
+
+    def kwargs(self) -> dict:
+        return dict(self.options)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything one training run depends on (SPEC §5). ``batch_size=None`` means full batch."""
+    data: DataSpec
+    model: ModelSpec
+    epochs: int = 100
+    lr: float = 1e-2
+    optimizer: str = "adam"
+    weight_decay: float = 0.0
+    batch_size: int | None = None
+    seed: int = 0
+    n_snapshots: int = 25
+    eval_every: int = 1
+    name: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        _check_int("epochs", self.epochs, minimum=1)
+        _check_int("seed", self.seed, minimum=0)
+        _check_int("n_snapshots", self.n_snapshots, minimum=2)
+        _check_int("eval_every", self.eval_every, minimum=1)
+        if self.batch_size is not None:
+            _check_int("batch_size", self.batch_size, minimum=1)
+        if self.optimizer not in OPTIMIZERS:
+            raise ParameterError(f"optimizer={self.optimizer!r} is not allowed; choose one of {list(OPTIMIZERS)}")
+        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
+            raise ParameterError(f"lr={self.lr!r} must be a positive number")
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d.pop("name")
+        return d
+
+    def key(self) -> str:
+        """Stable hash of the config and ``CODE_VERSION`` (the run cache key)."""
+        text = json.dumps({"config": self.to_dict(), "code": CODE_VERSION}, sort_keys=True, default=list)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def replace(self, **changes) -> "RunConfig":
+        return dataclasses.replace(self, **changes)
+
+    def label(self) -> str:
+        return self.name or f"{self.model.kind} on {self.data.name} (seed {self.seed})"
+
+    def to_json(self) -> str:
+        return json.dumps({**self.to_dict(), "name": self.name}, sort_keys=True, default=list)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunConfig":
+        d = json.loads(text)
+        data = DataSpec(d["data"]["name"], _freeze(dict(d["data"]["params"])))
+        model = ModelSpec(d["model"]["kind"], tuple(d["model"]["widths"]), _freeze(dict(d["model"]["options"])))
+        rest = {k: v for k, v in d.items() if k not in ("data", "model")}
+        return cls(data=data, model=model, **rest)
+
+
+def snapshot_epochs(epochs: int, n: int) -> list[int]:
+    """Epochs at which to keep model snapshots: 0, the last, and log-spaced between (dense early).
+
+    Returns ``min(n, epochs + 1)`` distinct epochs; where rounding merges early log-spaced points
+    the smallest unused epochs fill in.
+    """
+    if n >= epochs + 1:
+        return list(range(epochs + 1))
+    picks = {0, epochs, *(int(round(v)) - 1 for v in np.geomspace(1, epochs + 1, n - 1))}
+    missing = (e for e in range(1, epochs) if e not in picks)
+    while len(picks) < n:
+        picks.add(next(missing))
+    return sorted(picks)
+
+
+# --------------------------------------------------------------------------- notebook parameters
+
+def _check_int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ParameterError(f"{name}={value!r} has type {type(value).__name__}; it must be an integer >= {minimum}")
+    if value < minimum:
+        raise ParameterError(f"{name}={value!r} is not allowed; it must be an integer >= {minimum}")
+
+
+def check_parameters(**params) -> None:
+    """Validate notebook parameters before any work; raise ``ParameterError`` naming the bad one.
+
+    Known names: ``PROFILE`` (one of ``PROFILES``), ``SEED`` (integer >= 0), ``EPOCHS`` and
+    ``SEEDS`` (integer >= 1, or None for the profile's value). Other names are an error too, so a
+    typo in ``papermill -p`` does not pass silently.
+    """
+    for name, value in params.items():
+        if name == "PROFILE":
+            if not isinstance(value, str) or value not in PROFILES:
+                raise ParameterError(f"PROFILE={value!r} is not allowed; allowed values: "
+                                     + ", ".join(repr(p) for p in PROFILES))
+        elif name == "SEED":
+            _check_int("SEED", value, minimum=0)
+        elif name in ("EPOCHS", "SEEDS"):
+            if value is not None:
+                _check_int(name, value, minimum=1)
+        else:
+            raise ParameterError(f"unknown notebook parameter {name}; known: PROFILE, SEED, EPOCHS, SEEDS")
+
+
+@dataclass(frozen=True)
+class NotebookConfig:
+    """The sizes of one notebook under one profile, plus its seed; sizes read as attributes."""
+    notebook: str
+    profile: str
+    seed: int
+    sizes: Mapping[str, Any]
+
+    def __getattr__(self, name):
+        sizes = self.__dict__.get("sizes", {})
+        if name in sizes:
+            return sizes[name]
+        raise AttributeError(f"notebook {self.__dict__.get('notebook')} has no size {name!r}; "
+                             f"known: {sorted(sizes)}")
+
+    def run(self, data: DataSpec, model: ModelSpec, name: str = "", **overrides) -> RunConfig:
+        """A ``RunConfig`` with this profile's training sizes (epochs, lr, batch, snapshots)."""
+        base = {k: self.sizes[k] for k in ("epochs", "lr", "batch_size", "n_snapshots", "optimizer",
+                                            "weight_decay", "eval_every") if k in self.sizes}
+        base.update(seed=self.seed, **overrides)
+        return RunConfig(data=data, model=model, name=name, **base)
+
+    def describe(self) -> str:
+        items = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        return f"notebook {self.notebook}, profile {self.profile}, seed {self.seed}: {items}"
+
+
+def for_notebook(notebook: str, profile: str = "quick", seed: int = 0, **overrides) -> NotebookConfig:
+    """Sizes for a notebook id ("00" … "09") under a profile, validated; overrides replace sizes.
+
+    ``overrides`` with value None are ignored (notebook parameters such as ``EPOCHS=None``).
+    """
+    check_parameters(PROFILE=profile, SEED=seed)
+    if notebook not in NOTEBOOK_SIZES:
+        raise ParameterError(f"notebook={notebook!r} has no sizes; known: {sorted(NOTEBOOK_SIZES)}")
+    sizes = dict(NOTEBOOK_SIZES[notebook][profile])
+    for k, v in overrides.items():
+        if v is None:
+            continue
+        if k not in sizes:
+            raise ParameterError(f"{k} is not a size of notebook {notebook}; known: {sorted(sizes)}")
+        sizes[k] = v
+    return NotebookConfig(notebook, profile, seed, MappingProxyType(sizes))
+
+
+#: Per notebook, per profile: sizes and counts only (SPEC §5). ``full`` is the paper-scale setting.
+NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
+    "00": {
+        "quick": dict(n=600, widths=(16, 16, 16), epochs=300, lr=1e-2, n_snapshots=12),
+        "full": dict(n=4000, widths=(64, 64, 64), epochs=2000, lr=5e-3, n_snapshots=30),
+    },
+    "01": {
+        "quick": dict(n_train=256, widths=(6, 5, 4), epochs=200, lr=1e-2, n_snapshots=12, n_check=512),
+        "full": dict(n_train=1024, widths=(8, 8, 8), epochs=2000, lr=5e-3, n_snapshots=30, n_check=4096),
+    },
+    "03": {
+        "quick": dict(n=600, widths=(6, 6, 6), epochs=400, lr=1e-2, n_snapshots=15, n_check=20000),
+        "full": dict(n=4000, widths=(10, 10, 10), epochs=3000, lr=5e-3, n_snapshots=40, n_check=200000),
+    },
+}

@@ -1,0 +1,54 @@
+"""Where the package reads and writes: data, run cache, figures, build output.
+
+Every location can be moved with an environment variable so that tests (and users with a shared
+scratch disk) never touch the repository's own folders:
+
+=====================  ==========================  =================
+variable               default                     holds
+=====================  ==========================  =================
+``DLGN_DATA_DIR``      ``<repo>/data``             prepared datasets
+``DLGN_RUNS_DIR``      ``<data dir>/runs``         the run cache
+``DLGN_FIGURES_DIR``   ``<repo>/figures``          saved figures
+``DLGN_BUILD_DIR``     ``<repo>/build``            executed notebooks, benchmark output
+=====================  ==========================  =================
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _dir(variable: str, default: Path) -> Path:
+    value = os.environ.get(variable)
+    return Path(value).expanduser().resolve() if value else default
+
+
+def data_dir() -> Path:
+    """Folder of prepared datasets (``DLGN_DATA_DIR``)."""
+    return _dir("DLGN_DATA_DIR", REPO_ROOT / "data")
+
+
+def runs_dir() -> Path:
+    """Folder of the run cache (``DLGN_RUNS_DIR``)."""
+    return _dir("DLGN_RUNS_DIR", data_dir() / "runs")
+
+
+def figures_dir() -> Path:
+    """Folder the notebooks save figures into (``DLGN_FIGURES_DIR``)."""
+    return _dir("DLGN_FIGURES_DIR", REPO_ROOT / "figures")
+
+
+def build_dir() -> Path:
+    """Folder of generated build output (``DLGN_BUILD_DIR``)."""
+    return _dir("DLGN_BUILD_DIR", REPO_ROOT / "build")
+
+
+def display_path(path: Path | str) -> str:
+    """A path as printed to readers: relative to the repository when inside it."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,346 @@
+"""The models of SPEC §1: DLGN, DLGN-SF, frozen-gate DLGN, ReLU MLP, deep linear network, conv nets.
+
+Every fully connected model here is a *gated network*: a gating part decides, per layer, which
+hidden units are on (the gates ``G^ℓ(x)``), and a value part carries the signal through the units
+that are on. The same accessors work for all of them, so path analysis (``dlgn_lib.paths``) and
+kernels (``dlgn_lib.kernels``) need no special cases:
+
+- ``gate_preactivations(x)``: list of the gating pre-activations ``η^ℓ`` (N, m_ℓ);
+- ``gates(x, hard)``: list of gates ``G^ℓ`` (N, m_ℓ), soft ``σ(β η)`` or hard ``1(η ≥ 0)``;
+- ``value_weights()``: ``(first, middle, head)`` with ``first`` = ``u^1`` (m_1,) for value input
+  "ones" or ``U^1`` (m_1, d) for value input "x", ``middle`` = [U^2, …, U^L], ``head`` = U^{L+1};
+- ``value_input``: "ones" or "x".
+
+Output shape is always (N, out_dim); binary and regression models have out_dim = 1.
+
+Reference: Yadav, Ramaswamy, Lakshminarayanan, *Half-Space Feature Learning in Neural Networks*,
+arXiv 2404.04312 (2024). Conventions are ours (SPEC §1) and recorded with every run.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+from torch import nn
+
+MODEL_KINDS = ("dln", "relu", "dlgn", "dlgn_sf", "dlgn_frozen")
+VALUE_INPUTS = ("ones", "x")
+GATE_MODES = ("soft", "hard")
+
+
+def default_device() -> torch.device:
+    """CUDA when present, else CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _check_choice(name: str, value, allowed: Sequence) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not allowed; choose one of {list(allowed)}")
+
+
+def _check_widths(widths) -> tuple[int, ...]:
+    widths = tuple(widths)
+    if not widths or any(not isinstance(m, int) or m < 1 for m in widths):
+        raise ValueError(f"widths={widths!r}: need a non-empty sequence of positive integers")
+    return widths
+
+
+def _value_linear(fan_in: int, fan_out: int) -> nn.Linear:
+    """A bias-free value layer, He-normal: gates switch off about half the units."""
+    layer = nn.Linear(fan_in, fan_out, bias=False)
+    nn.init.normal_(layer.weight, std=math.sqrt(2.0 / fan_in))
+    return layer
+
+
+class GatedNet(nn.Module):
+    """Shared parts of the gated view: hard/soft gates and the value network's weights."""
+
+    value_input: str = "x"
+
+    def gate_preactivations(self, x: torch.Tensor) -> list[torch.Tensor]:  # pragma: no cover
+        raise NotImplementedError
+
+    def gates(self, x: torch.Tensor, hard: bool = True) -> list[torch.Tensor]:
+        """Per-layer gates G^ℓ(x), each (N, m_ℓ). Hard: 1(η ≥ 0); soft: σ(β η) where defined."""
+        return [(eta >= 0).to(eta.dtype) for eta in self.gate_preactivations(x)]
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return self._widths
+
+    @property
+    def depth(self) -> int:
+        return len(self._widths)
+
+
+class DLGN(GatedNet):
+    """Deep Linearly Gated Network (SPEC §1), and its variants DLGN-SF and frozen-gate DLGN.
+
+    Gating network: ``η^ℓ = W^ℓ η^{ℓ-1} (+ b^ℓ)`` with ``η^0 = x`` (deep linear), or for the
+    "shallow features" variant (``shallow=True``, DLGN-SF) ``η^ℓ = V^ℓ x (+ c^ℓ)``. Each gate is the
+    indicator of a half-space of the input space, so a path's gate ``Π_ℓ G^ℓ_{i_ℓ}(x)`` is the
+    indicator of an intersection of L half-spaces (claim C3).
+
+    Value network: ``h^1 = G^1 ⊙ u^1`` (value input "ones") or ``G^1 ⊙ (U^1 x)`` (value input "x"),
+    ``h^ℓ = G^ℓ ⊙ (U^ℓ h^{ℓ-1})``, output ``U^{L+1} h^L``. No value biases.
+
+    Args:
+        in_dim: input dimension d.
+        widths: hidden widths (m_1, …, m_L).
+        out_dim: 1 for binary/regression, k for k classes.
+        beta: soft-gate sharpness β > 0 in ``σ(β η)``.
+        gate_bias: learn gate biases b^ℓ (otherwise every half-space passes through the origin).
+        value_input: "ones" (learnable u^1) or "x".
+        shallow: DLGN-SF, each gating layer read directly from x.
+        frozen_gates: keep the gating network at its random init (kernel regime, no feature
+            learning); only the value network is trained.
+        gate_mode: "soft" (training default) or "hard" evaluation of the gates in ``forward``.
+    """
+
+    def __init__(self, in_dim: int, widths: Sequence[int], out_dim: int = 1, *, beta: float = 4.0,
+                 gate_bias: bool = False, value_input: str = "ones", shallow: bool = False,
+                 frozen_gates: bool = False, gate_mode: str = "soft"):
+        super().__init__()
+        widths = _check_widths(widths)
+        _check_choice("value_input", value_input, VALUE_INPUTS)
+        _check_choice("gate_mode", gate_mode, GATE_MODES)
+        if not beta > 0:
+            raise ValueError(f"beta={beta!r} must be positive")
+        self._widths = widths
+        self.in_dim, self.out_dim = int(in_dim), int(out_dim)
+        self.beta, self.gate_bias, self.value_input = float(beta), bool(gate_bias), value_input
+        self.shallow, self.frozen_gates, self.gate_mode = bool(shallow), bool(frozen_gates), gate_mode
+
+        # Gating: unit-variance pre-activations for unit-norm inputs at every depth.
+        fan_ins = [in_dim] * len(widths) if shallow else [in_dim, *widths[:-1]]
+        self.gating = nn.ModuleList()
+        for fan_in, m in zip(fan_ins, widths):
+            layer = nn.Linear(fan_in, m, bias=gate_bias)
+            nn.init.normal_(layer.weight, std=1.0 / math.sqrt(fan_in))
+            if gate_bias:
+                nn.init.zeros_(layer.bias)
+            self.gating.append(layer)
+
+        if value_input == "ones":
+            self.value_first = nn.Parameter(torch.randn(widths[0]))
+        else:
+            self.value_first = nn.Parameter(_value_linear(in_dim, widths[0]).weight.detach().clone())
+        self.value_layers = nn.ModuleList(_value_linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        self.head = _value_linear(widths[-1], out_dim)
+        if frozen_gates:
+            self.gating.requires_grad_(False)
+
+    def gate_preactivations(self, x: torch.Tensor) -> list[torch.Tensor]:
+        out, eta = [], x
+        for layer in self.gating:
+            eta = layer(x if self.shallow else eta)
+            out.append(eta)
+        return out
+
+    def gates(self, x: torch.Tensor, hard: bool | None = None) -> list[torch.Tensor]:
+        """Per-layer gates: soft ``σ(β η^ℓ)`` or hard ``1(η^ℓ ≥ 0)``; default: ``self.gate_mode``."""
+        hard = (self.gate_mode == "hard") if hard is None else hard
+        etas = self.gate_preactivations(x)
+        if hard:
+            return [(eta >= 0).to(eta.dtype) for eta in etas]
+        return [torch.sigmoid(self.beta * eta) for eta in etas]
+
+    def value_weights(self):
+        return self.value_first, [layer.weight for layer in self.value_layers], self.head.weight
+
+    def forward(self, x: torch.Tensor, hard: bool | None = None) -> torch.Tensor:
+        gates = self.gates(x, hard)
+        if self.value_input == "ones":
+            h = gates[0] * self.value_first
+        else:
+            h = gates[0] * (x @ self.value_first.T)
+        for gate, layer in zip(gates[1:], self.value_layers):
+            h = gate * layer(h)
+        return self.head(h)
+
+    def effective_hyperplanes(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per layer, the effective hyperplanes ``(V^ℓ, c^ℓ)``: ``η^ℓ = V^ℓ x + c^ℓ`` exactly.
+
+        DLGN: ``V^ℓ = W^ℓ ⋯ W^1``, ``c^ℓ = W^ℓ c^{ℓ-1} + b^ℓ`` (SPEC §1); DLGN-SF: the layer itself.
+        Returns (m_ℓ, d) and (m_ℓ,) tensors (zeros for c when there are no gate biases).
+        """
+        out = []
+        V = c = None
+        for layer in self.gating:
+            W = layer.weight
+            b = layer.bias if layer.bias is not None else torch.zeros(W.shape[0], dtype=W.dtype, device=W.device)
+            if self.shallow or V is None:
+                V, c = W, b
+            else:
+                V, c = W @ V, W @ c + b
+            out.append((V, c))
+        return out
+
+
+class ReLUNet(GatedNet):
+    """ReLU MLP ``h^ℓ = ReLU(W^ℓ h^{ℓ-1} + b^ℓ)``, output ``U h^L``; its gates are its activation
+    indicators ``1(W^ℓ h^{ℓ-1} + b^ℓ > 0)`` and its value input is x (SPEC §1 baselines).
+
+    With ``bias=False`` the output equals the path sum with value input "x" exactly (claim C1).
+    """
+
+    value_input = "x"
+
+    def __init__(self, in_dim: int, widths: Sequence[int], out_dim: int = 1, *, bias: bool = True):
+        super().__init__()
+        widths = _check_widths(widths)
+        self._widths = widths
+        self.in_dim, self.out_dim, self.bias = int(in_dim), int(out_dim), bool(bias)
+        self.layers = nn.ModuleList()
+        for fan_in, m in zip([in_dim, *widths[:-1]], widths):
+            layer = nn.Linear(fan_in, m, bias=bias)
+            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+            if bias:
+                nn.init.zeros_(layer.bias)
+            self.layers.append(layer)
+        self.head = _value_linear(widths[-1], out_dim)
+
+    def gate_preactivations(self, x: torch.Tensor) -> list[torch.Tensor]:
+        out, h = [], x
+        for layer in self.layers:
+            z = layer(h)
+            out.append(z)
+            h = torch.relu(z)
+        return out
+
+    def gates(self, x: torch.Tensor, hard: bool = True) -> list[torch.Tensor]:
+        """Activation indicators ``1(z^ℓ > 0)`` (ReLU gates are hard by nature; ``hard`` is ignored)."""
+        return [(z > 0).to(z.dtype) for z in self.gate_preactivations(x)]
+
+    def value_weights(self):
+        return self.layers[0].weight, [layer.weight for layer in self.layers[1:]], self.head.weight
+
+    def forward(self, x: torch.Tensor, hard: bool | None = None) -> torch.Tensor:
+        h = x
+        for layer in self.layers:
+            h = torch.relu(layer(h))
+        return self.head(h)
+
+
+class DeepLinearNet(GatedNet):
+    """Deep linear network (DLN): ``U^{L+1} ⋯ U^1 x``; every gate is always on (SPEC §1 baselines)."""
+
+    value_input = "x"
+
+    def __init__(self, in_dim: int, widths: Sequence[int], out_dim: int = 1):
+        super().__init__()
+        widths = _check_widths(widths)
+        self._widths = widths
+        self.in_dim, self.out_dim = int(in_dim), int(out_dim)
+        self.layers = nn.ModuleList()
+        for fan_in, m in zip([in_dim, *widths[:-1]], widths):
+            layer = nn.Linear(fan_in, m, bias=False)
+            nn.init.normal_(layer.weight, std=1.0 / math.sqrt(fan_in))
+            self.layers.append(layer)
+        self.head = nn.Linear(widths[-1], out_dim, bias=False)
+        nn.init.normal_(self.head.weight, std=1.0 / math.sqrt(widths[-1]))
+
+    def gate_preactivations(self, x: torch.Tensor) -> list[torch.Tensor]:
+        # Gates of a DLN are constant 1: pre-activations of +1 make every hard gate open.
+        return [x.new_ones(x.shape[0], m) for m in self._widths]
+
+    def gates(self, x: torch.Tensor, hard: bool = True) -> list[torch.Tensor]:
+        return self.gate_preactivations(x)
+
+    def value_weights(self):
+        return self.layers[0].weight, [layer.weight for layer in self.layers[1:]], self.head.weight
+
+    def forward(self, x: torch.Tensor, hard: bool | None = None) -> torch.Tensor:
+        h = x
+        for layer in self.layers:
+            h = layer(h)
+        return self.head(h)
+
+
+def build_model(kind: str, in_dim: int, widths: Sequence[int], out_dim: int = 1, **options) -> GatedNet:
+    """Make a fully connected model by name (SPEC §1); images are used flattened.
+
+    Args:
+        kind: one of ``MODEL_KINDS``: "dln", "relu", "dlgn", "dlgn_sf", "dlgn_frozen".
+        options: passed to the class (``beta``, ``gate_bias``, ``value_input`` for DLGNs;
+            ``bias`` for ReLU). Options that a kind does not have are an error.
+    """
+    _check_choice("kind", kind, MODEL_KINDS)
+    if kind == "dln":
+        return DeepLinearNet(in_dim, widths, out_dim, **options)
+    if kind == "relu":
+        return ReLUNet(in_dim, widths, out_dim, **options)
+    return DLGN(in_dim, widths, out_dim, shallow=(kind == "dlgn_sf"),
+                frozen_gates=(kind == "dlgn_frozen"), **options)
+
+
+# --------------------------------------------------------------------------- conv models (CIFAR)
+
+CONV_KINDS = ("relu", "dlgn", "dlgn_frozen")
+
+
+class ConvDLGN(nn.Module):
+    """Convolutional DLGN (SPEC §1 image models).
+
+    The gating convs form a linear chain on the image (no non-linearity between them); the value
+    convs start from an all-ones image; gates ``σ(β η^ℓ)`` multiply the value maps channel- and
+    pixel-wise; global average pooling and a linear head give the class scores.
+    """
+
+    def __init__(self, in_channels: int = 3, channels: Sequence[int] = (128,) * 5, n_classes: int = 10, *,
+                 beta: float = 4.0, kernel_size: int = 3, frozen_gates: bool = False, gate_mode: str = "soft"):
+        super().__init__()
+        channels = _check_widths(channels)
+        _check_choice("gate_mode", gate_mode, GATE_MODES)
+        self.beta, self.gate_mode, self.frozen_gates = float(beta), gate_mode, bool(frozen_gates)
+        pad = kernel_size // 2
+        ins = [in_channels, *channels[:-1]]
+        self.gating = nn.ModuleList(nn.Conv2d(a, b, kernel_size, padding=pad) for a, b in zip(ins, channels))
+        self.value = nn.ModuleList(nn.Conv2d(a, b, kernel_size, padding=pad, bias=False)
+                                   for a, b in zip(ins, channels))
+        self.head = nn.Linear(channels[-1], n_classes)
+        if frozen_gates:
+            self.gating.requires_grad_(False)
+
+    def gates(self, x: torch.Tensor, hard: bool | None = None) -> list[torch.Tensor]:
+        hard = (self.gate_mode == "hard") if hard is None else hard
+        out, eta = [], x
+        for conv in self.gating:
+            eta = conv(eta)
+            out.append((eta >= 0).to(eta.dtype) if hard else torch.sigmoid(self.beta * eta))
+        return out
+
+    def forward(self, x: torch.Tensor, hard: bool | None = None) -> torch.Tensor:
+        h = torch.ones_like(x)
+        for gate, conv in zip(self.gates(x, hard), self.value):
+            h = gate * conv(h)
+        return self.head(h.mean(dim=(2, 3)))
+
+
+class ConvReLU(nn.Module):
+    """The ReLU counterpart of ``ConvDLGN``: conv + ReLU layers, global average pooling, linear head."""
+
+    def __init__(self, in_channels: int = 3, channels: Sequence[int] = (128,) * 5, n_classes: int = 10, *,
+                 kernel_size: int = 3):
+        super().__init__()
+        channels = _check_widths(channels)
+        pad = kernel_size // 2
+        ins = [in_channels, *channels[:-1]]
+        self.layers = nn.ModuleList(nn.Conv2d(a, b, kernel_size, padding=pad) for a, b in zip(ins, channels))
+        self.head = nn.Linear(channels[-1], n_classes)
+
+    def forward(self, x: torch.Tensor, hard: bool | None = None) -> torch.Tensor:
+        h = x
+        for conv in self.layers:
+            h = torch.relu(conv(h))
+        return self.head(h.mean(dim=(2, 3)))
+
+
+def build_conv_model(kind: str, in_channels: int = 3, channels: Sequence[int] = (128,) * 5,
+                     n_classes: int = 10, **options) -> nn.Module:
+    """Make a conv model by name: "relu", "dlgn" or "dlgn_frozen" (5 layers is the reference size)."""
+    _check_choice("kind", kind, CONV_KINDS)
+    if kind == "relu":
+        return ConvReLU(in_channels, channels, n_classes, **options)
+    return ConvDLGN(in_channels, channels, n_classes, frozen_gates=(kind == "dlgn_frozen"), **options)

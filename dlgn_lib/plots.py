@@ -1,0 +1,58 @@
+"""Figures: one style, and ``save_figure`` (PNG + PDF under ``figures/``). Plot functions return a
+``matplotlib.figure.Figure`` and never save; notebooks decide what is saved.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import matplotlib
+
+if not os.environ.get("MPLBACKEND") and "ipykernel" not in sys.modules:
+    matplotlib.use("Agg")  # headless outside Jupyter; inside a kernel the inline backend stays
+import matplotlib.pyplot as plt  # noqa: E402
+
+from . import locations  # noqa: E402
+
+STYLE = {
+    "figure.dpi": 100, "savefig.dpi": 150, "savefig.bbox": "tight",
+    "font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "legend.fontsize": 8,
+    "axes.spines.top": False, "axes.spines.right": False, "axes.grid": False,
+    "image.cmap": "viridis", "svg.hashsalt": "dlgn", "pdf.compression": 6,
+}
+#: One colour per model kind, the same in every notebook.
+MODEL_COLORS = {"dln": "#7f7f7f", "relu": "#d62728", "dlgn": "#1f77b4", "dlgn_sf": "#17becf",
+                "dlgn_frozen": "#ff7f0e"}
+MODEL_NAMES = {"dln": "DLN", "relu": "ReLU", "dlgn": "DLGN", "dlgn_sf": "DLGN-SF",
+               "dlgn_frozen": "frozen-gate DLGN"}
+
+
+def use_style() -> None:
+    """Apply the series' matplotlib style."""
+    plt.rcParams.update(STYLE)
+
+
+def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = True) -> list[Path]:
+    """Save ``fig`` as ``figures/<figure_id>.png`` and ``.pdf`` (atomic writes, no timestamps).
+
+    ``figure_id`` starts with the notebook id, e.g. "05_arcs". Returns the written paths.
+    """
+    if not figure_id or "/" in figure_id or figure_id.startswith("."):
+        raise ValueError(f"figure_id={figure_id!r}: use a plain name such as '05_arcs'")
+    out_dir = locations.figures_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        path = out_dir / f"{figure_id}.{fmt}"
+        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
+        fig.savefig(tmp, format=fmt, metadata=metadata)
+        os.replace(tmp, path)
+        written.append(path)
+    if verbose:
+        print("saved " + ", ".join(locations.display_path(p) for p in written))
+    return written
+
+
+use_style()

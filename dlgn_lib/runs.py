@@ -1,0 +1,148 @@
+"""The run cache: ``get_or_train(config)`` trains once, then loads (SPEC §7 reliability).
+
+An entry is a folder ``<runs dir>/<key>/`` holding ``run.pt`` (tensors, lists, numbers and JSON
+strings only, read back with ``torch.load(weights_only=True)`` so loading never runs pickled code)
+and ``manifest.json`` (the config, the library version and the SHA-256 of ``run.pt``).
+
+- Written atomically: both files go to a temporary folder that is renamed into place, so a run
+  killed mid-training leaves no entry.
+- Verified on load: a missing, truncated or altered file fails the checksum; the entry is
+  reported, moved aside and the run retrained.
+- Safe across processes: an exclusive lock per key makes a second process wait for the first and
+  then load its entry instead of training the same config again.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+from . import __version__, locations
+from .config import RunConfig
+from .train import Run, train
+
+FORMAT = 1
+
+
+class CorruptEntry(RuntimeError):
+    """A cache entry failed verification; the message says why."""
+
+
+def entry_dir(config: RunConfig) -> Path:
+    return locations.runs_dir() / config.key()[:20]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _lock(config: RunConfig):
+    lock_dir = locations.runs_dir() / ".locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"{config.key()[:20]}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def save(run: Run) -> Path:
+    """Write a run's entry atomically (temp folder, fsync, rename); returns the entry folder."""
+    final = entry_dir(run.config)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
+    try:
+        payload = {"format": FORMAT, "config": run.config.to_json(), "history": run.history,
+                   "snapshots": run.snapshots, "best_state": run.best_state, "meta": json.dumps(run.meta)}
+        torch.save(payload, tmp / "run.pt")
+        manifest = {"format": FORMAT, "key": run.config.key(), "dlgn_lib": __version__,
+                    "config": json.loads(run.config.to_json()), "sha256": _sha256(tmp / "run.pt")}
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        for name in ("run.pt", "manifest.json"):
+            with open(tmp / name, "rb") as fh:
+                os.fsync(fh.fileno())
+        if final.exists():
+            _discard(final)
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def _discard(folder: Path) -> None:
+    """Move a stale or corrupt entry out of the way (rename first: atomic), then delete it."""
+    trash = folder.with_name(f".trash-{folder.name}-{os.getpid()}")
+    os.rename(folder, trash)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def load(config: RunConfig) -> Run:
+    """Load and verify the entry of a config; raises ``FileNotFoundError`` or ``CorruptEntry``."""
+    folder = entry_dir(config)
+    if not folder.exists():
+        raise FileNotFoundError(f"no cache entry {locations.display_path(folder)}")
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise CorruptEntry(f"manifest unreadable ({exc.__class__.__name__})") from exc
+    if manifest.get("format") != FORMAT or manifest.get("key") != config.key():
+        raise CorruptEntry("manifest does not match this config or format")
+    if not (folder / "run.pt").exists() or _sha256(folder / "run.pt") != manifest.get("sha256"):
+        raise CorruptEntry("checksum of run.pt does not match its manifest (truncated or altered)")
+    try:
+        payload = torch.load(folder / "run.pt", map_location="cpu", weights_only=True)
+    except Exception as exc:  # a file that passes the checksum but cannot be read is still corrupt
+        raise CorruptEntry(f"run.pt unreadable ({exc.__class__.__name__}: {exc})") from exc
+    if RunConfig.from_json(payload["config"]).key() != config.key():
+        raise CorruptEntry("stored config differs from the requested one")
+    return Run(config, payload["history"], payload["snapshots"], payload["best_state"],
+               json.loads(payload["meta"]))
+
+
+def get_or_train(config: RunConfig, *, device=None, progress: bool | None = None, verbose: bool = True) -> Run:
+    """The run of a config: loaded from the cache when a valid entry exists, else trained and saved.
+
+    Prints "loaded run …" or "training …" (with seconds), and reports a corrupt entry before
+    retraining it.
+    """
+    def say(msg):
+        if verbose:
+            print(msg, flush=True)
+
+    folder = entry_dir(config)
+    with _lock(config):
+        try:
+            run = load(config)
+            say(f"loaded run {config.label()} [{folder.name[:12]}]")
+            return run
+        except FileNotFoundError:
+            pass
+        except CorruptEntry as exc:
+            print(f"cache entry {locations.display_path(folder)} is corrupt: {exc}; retraining",
+                  file=sys.stderr, flush=True)
+            _discard(folder)
+        say(f"training {config.label()} [{folder.name[:12]}] for {config.epochs} epochs")
+        run = train(config, device=device, progress=progress)
+        save(run)
+        say(f"trained {config.label()} in {run.meta['seconds']:.1f} s")
+        return run
+
+
+def get_or_train_many(configs, **kwargs) -> list[Run]:
+    """``get_or_train`` for each config, in order."""
+    return [get_or_train(c, **kwargs) for c in configs]

@@ -1,0 +1,83 @@
+"""Verdicts: a claim's measured numbers against thresholds fixed in the notebook beforehand.
+
+Each check prints its metric, the comparison and the threshold; the verdict line reads
+``VERDICT C5 [quick]: SUPPORTED (3 of 3 checks pass)`` or ``NOT SUPPORTED``. Nothing here adjusts
+a threshold: a claim that fails its checks is reported as not supported, with its numbers.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+
+_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+
+
+def format_number(value: float, digits: int = 3) -> str:
+    """Round for printing: ``digits`` significant figures, scientific notation when tiny or huge."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "nan"
+    value = float(value)
+    if value == 0:
+        return "0"
+    if abs(value) < 1e-3 or abs(value) >= 1e5:
+        return f"{value:.{max(digits - 1, 0)}e}"
+    return f"{value:.{digits}g}"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One measured metric compared with a fixed threshold."""
+    name: str
+    value: float
+    op: str
+    threshold: float
+    digits: int = 3
+
+    def __post_init__(self):
+        if self.op not in _OPS:
+            raise ValueError(f"op={self.op!r} is not allowed; choose one of {list(_OPS)}")
+
+    @property
+    def passed(self) -> bool:
+        return not math.isnan(float(self.value)) and bool(_OPS[self.op](float(self.value), self.threshold))
+
+    def line(self) -> str:
+        mark = "pass" if self.passed else "FAIL"
+        return (f"  [{mark}] {self.name} = {format_number(self.value, self.digits)}"
+                f"  (threshold: {self.op} {format_number(self.threshold, self.digits)})")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: str
+    profile: str
+    checks: tuple[Check, ...]
+
+    @property
+    def supported(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def text(self) -> str:
+        n_pass = sum(c.passed for c in self.checks)
+        word = "SUPPORTED" if self.supported else "NOT SUPPORTED"
+        lines = [c.line() for c in self.checks]
+        lines.append(f"VERDICT {self.claim} [{self.profile}]: {word} "
+                     f"({n_pass} of {len(self.checks)} checks pass)")
+        return "\n".join(lines)
+
+
+def check(name: str, value: float, op: str, threshold: float, digits: int = 3) -> Check:
+    """A check ``value op threshold``, e.g. ``check("max |path sum - forward|", err, "<=", 1e-10)``."""
+    return Check(name, float(value), op, float(threshold), digits)
+
+
+def verdict(claim: str, checks, profile: str, *, show: bool = True) -> Verdict:
+    """Combine checks into a claim's verdict (all must pass) and print it."""
+    checks = tuple(checks)
+    if not checks:
+        raise ValueError("a verdict needs at least one check")
+    v = Verdict(claim, profile, checks)
+    if show:
+        print(v.text())
+    return v

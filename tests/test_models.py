@@ -1,0 +1,159 @@
+"""Models against independent computations (SPEC §1): brute-force path sums in float64."""
+import itertools
+
+import pytest
+import torch
+
+from dlgn_lib import models
+
+
+def brute_force_path_sum(model, x, hard):
+    """ŷ_k(x) = Σ_π g_{π,k}(x) f_π(x), by an explicit loop over every path (claim C1).
+
+    Written from the formulas in SPEC §1 with Python scalars, independent of ``forward``.
+    """
+    gates = [g.tolist() for g in model.gates(x, hard=hard)]
+    first, middle, head = model.value_weights()
+    first, middle, head = first.tolist(), [U.tolist() for U in middle], head.tolist()
+    xs = x.tolist()
+    n, k = x.shape[0], head.__len__()
+    out = [[0.0] * k for _ in range(n)]
+    for path in itertools.product(*[range(m) for m in model.widths]):
+        for s in range(n):
+            f = 1.0
+            for layer, unit in enumerate(path):
+                f *= gates[layer][s][unit]
+            if model.value_input == "ones":
+                v = first[path[0]]
+            else:
+                v = sum(w * xi for w, xi in zip(first[path[0]], xs[s]))
+            for layer in range(1, len(path)):
+                v *= middle[layer - 1][path[layer]][path[layer - 1]]
+            for c in range(k):
+                out[s][c] += head[c][path[-1]] * v * f
+    return torch.tensor(out, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("value_input", ["ones", "x"])
+@pytest.mark.parametrize("gate_bias", [False, True])
+@pytest.mark.parametrize("hard", [False, True])
+@pytest.mark.parametrize("shallow", [False, True])
+def test_dlgn_forward_equals_path_sum(value_input, gate_bias, hard, shallow):
+    torch.manual_seed(1)
+    model = models.DLGN(3, (3, 2, 4), out_dim=2, beta=3.0, gate_bias=gate_bias,
+                        value_input=value_input, shallow=shallow).double()
+    if gate_bias:  # biases start at zero; make them matter
+        for layer in model.gating:
+            torch.nn.init.normal_(layer.bias)
+    x = torch.randn(7, 3, dtype=torch.float64)
+    expected = brute_force_path_sum(model, x, hard)
+    got = model(x, hard=hard)
+    assert got.shape == (7, 2)
+    assert torch.max(torch.abs(got - expected)).item() <= 1e-10
+
+
+def test_relu_without_bias_equals_path_sum_with_value_input_x():
+    torch.manual_seed(2)
+    model = models.ReLUNet(4, (3, 3), out_dim=1, bias=False).double()
+    x = torch.randn(9, 4, dtype=torch.float64)
+    assert torch.max(torch.abs(model(x) - brute_force_path_sum(model, x, True))).item() <= 1e-10
+
+
+def test_dln_is_the_product_of_its_matrices():
+    torch.manual_seed(3)
+    model = models.DeepLinearNet(5, (4, 3), out_dim=2).double()
+    x = torch.randn(6, 5, dtype=torch.float64)
+    product = model.head.weight @ model.layers[1].weight @ model.layers[0].weight
+    assert torch.allclose(model(x), x @ product.T, atol=1e-12)
+    assert torch.allclose(model(x), brute_force_path_sum(model, x, True), atol=1e-10)
+
+
+@pytest.mark.parametrize("gate_bias", [False, True])
+def test_effective_hyperplanes_reproduce_the_gating_preactivations(gate_bias):
+    torch.manual_seed(4)
+    model = models.DLGN(6, (5, 4, 3), gate_bias=gate_bias).double()
+    if gate_bias:
+        for layer in model.gating:
+            torch.nn.init.normal_(layer.bias)
+    x = torch.randn(11, 6, dtype=torch.float64)
+    for (V, c), eta in zip(model.effective_hyperplanes(), model.gate_preactivations(x)):
+        assert torch.allclose(x @ V.T + c, eta, atol=1e-12)
+
+
+@pytest.mark.parametrize("gate_bias", [False, True])
+def test_dlgn_sf_with_the_same_effective_hyperplanes_is_the_same_function(gate_bias):
+    torch.manual_seed(5)
+    deep = models.DLGN(4, (5, 3, 2), out_dim=3, gate_bias=gate_bias).double()
+    if gate_bias:
+        for layer in deep.gating:
+            torch.nn.init.normal_(layer.bias)
+    sf = models.DLGN(4, (5, 3, 2), out_dim=3, gate_bias=gate_bias, shallow=True).double()
+    with torch.no_grad():
+        for layer, (V, c) in zip(sf.gating, deep.effective_hyperplanes()):
+            layer.weight.copy_(V)
+            if gate_bias:
+                layer.bias.copy_(c)
+        sf.value_first.copy_(deep.value_first)
+        for a, b in zip(sf.value_layers, deep.value_layers):
+            a.weight.copy_(b.weight)
+        sf.head.weight.copy_(deep.head.weight)
+    x = torch.randn(13, 4, dtype=torch.float64)
+    for hard in (False, True):
+        assert torch.allclose(sf(x, hard=hard), deep(x, hard=hard), atol=1e-12)
+
+
+def test_frozen_gate_dlgn_keeps_its_gating_network_while_values_train():
+    torch.manual_seed(6)
+    model = models.build_model("dlgn_frozen", 2, (8, 8), gate_bias=True)
+    gating_before = [p.detach().clone() for p in model.gating.parameters()]
+    values_before = [p.detach().clone() for n, p in model.named_parameters() if not n.startswith("gating")]
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(trainable, lr=1e-2)
+    x, y = torch.randn(64, 2), torch.randn(64, 1)
+    for _ in range(5):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    for before, p in zip(gating_before, model.gating.parameters()):
+        assert torch.equal(before, p)
+    values_after = [p for n, p in model.named_parameters() if not n.startswith("gating")]
+    assert any(not torch.equal(a, b) for a, b in zip(values_before, values_after))
+
+
+def test_hard_gates_are_half_space_indicators_and_soft_gates_approach_them():
+    torch.manual_seed(7)
+    model = models.DLGN(3, (4, 4), beta=1e4).double()
+    x = torch.randn(50, 3, dtype=torch.float64)
+    for (V, c), g_hard, g_soft in zip(model.effective_hyperplanes(), model.gates(x, hard=True),
+                                      model.gates(x, hard=False)):
+        assert torch.equal(g_hard, ((x @ V.T + c) >= 0).double())
+        assert torch.allclose(g_soft, g_hard, atol=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["relu", "dlgn", "dlgn_frozen"])
+def test_conv_models_on_cifar_shaped_tensors(kind):
+    torch.manual_seed(8)
+    model = models.build_conv_model(kind, 3, (8, 8, 8, 8, 8), n_classes=100)
+    out = model(torch.randn(2, 3, 32, 32))
+    assert out.shape == (2, 100) and torch.isfinite(out).all()
+
+
+def test_conv_dlgn_with_one_layer_is_a_gated_constant_map():
+    """One layer, 1×1 kernels: value map is a constant, output = head(mean_pixels(G) * value)."""
+    torch.manual_seed(9)
+    model = models.ConvDLGN(3, (4,), n_classes=2, kernel_size=1).double()
+    x = torch.randn(2, 3, 5, 5, dtype=torch.float64)
+    conv_v = model.value[0].weight[:, :, 0, 0]  # (4, 3)
+    gate = torch.sigmoid(model.beta * model.gating[0](x))
+    expected = model.head((gate * conv_v.sum(1).view(1, 4, 1, 1)).mean(dim=(2, 3)))
+    assert torch.allclose(model(x), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [dict(kind="cnn"), dict(widths=()), dict(widths=(3, 0)),
+                                 dict(value_input="y"), dict(beta=0.0)])
+def test_bad_model_arguments_name_the_problem(bad):
+    args = dict(kind="dlgn", in_dim=2, widths=(3,))
+    args.update(bad)
+    name = next(iter(bad))
+    with pytest.raises(ValueError, match=name):
+        models.build_model(**args)
