@@ -5,4 +5,5 @@ Learning in Neural Networks* (Yadav, Ramaswamy, Lakshminarayanan, arXiv 2404.043
 """
 __version__ = "0.1.0"
 
-from . import locations, models  # noqa: F401
+from . import clusters, config, data, kernels, locations, models, paths, plots, runs, train, verdict, widgets  # noqa: F401,E402
+from .plots import save_figure  # noqa: F401,E402

@@ -50,7 +50,7 @@ class DataSpec:
     params: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
-    def make(cls, name: str, **params) -> "DataSpec":
+    def make(cls, name: str, /, **params) -> "DataSpec":
         return cls(name, _freeze(params))
 
     def kwargs(self) -> dict:
@@ -226,11 +226,25 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "full": dict(n=4000, widths=(64, 64, 64), epochs=2000, lr=5e-3, n_snapshots=30),
     },
     "01": {
-        "quick": dict(n_train=256, widths=(6, 5, 4), epochs=200, lr=1e-2, n_snapshots=12, n_check=512),
-        "full": dict(n_train=1024, widths=(8, 8, 8), epochs=2000, lr=5e-3, n_snapshots=30, n_check=4096),
+        "quick": dict(n=600, widths=(6, 5, 4), epochs=300, lr=1e-2, n_snapshots=12, n_check=1000),
+        "full": dict(n=4000, widths=(10, 8, 8), epochs=3000, lr=5e-3, n_snapshots=30, n_check=20000),
     },
     "03": {
         "quick": dict(n=600, widths=(6, 6, 6), epochs=400, lr=1e-2, n_snapshots=15, n_check=20000),
         "full": dict(n=4000, widths=(10, 10, 10), epochs=3000, lr=5e-3, n_snapshots=40, n_check=200000),
     },
+    # notebook 02 sizes
+    # notebook 04 sizes
+    # notebook 05 sizes
+    # notebook 06 sizes
+    "07": {
+        "quick": dict(fmnist_per_class=500, fmnist_eval_per_class=100, fmnist_widths=(64,) * 4,
+                      odt_n_total=8000, odt_widths=(32,) * 4, epochs=20, lr=2e-3, batch_size=128,
+                      n_snapshots=8, n_seeds=1),
+        "full": dict(fmnist_per_class=None, fmnist_eval_per_class=None, fmnist_widths=(128,) * 6,
+                     odt_n_total=40000, odt_widths=(64,) * 6, epochs=100, lr=1e-3, batch_size=256,
+                     n_snapshots=20, n_seeds=3),
+    },
+    # notebook 08 sizes
+    # notebook 09 sizes
 }

@@ -72,12 +72,15 @@ def check(name: str, value: float, op: str, threshold: float, digits: int = 3) -
     return Check(name, float(value), op, float(threshold), digits)
 
 
-def verdict(claim: str, checks, profile: str, *, show: bool = True) -> Verdict:
-    """Combine checks into a claim's verdict (all must pass) and print it."""
+def evaluate(claim: str, checks, profile: str) -> Verdict:
+    """Combine checks into a claim's verdict: supported when every check passes."""
     checks = tuple(checks)
     if not checks:
         raise ValueError("a verdict needs at least one check")
-    v = Verdict(claim, profile, checks)
-    if show:
-        print(v.text())
-    return v
+    return Verdict(claim, profile, checks)
+
+
+def verdict(claim: str, checks, profile: str) -> None:
+    """Print a claim's checks and its verdict line (see ``evaluate``); returns nothing, so the
+    notebook shows the printed lines only."""
+    print(evaluate(claim, checks, profile).text())

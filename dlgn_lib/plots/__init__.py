@@ -1,11 +1,12 @@
-"""Figures: one style, and ``save_figure`` (PNG + PDF under ``figures/``). Plot functions return a
-``matplotlib.figure.Figure`` and never save; notebooks decide what is saved.
+"""Figures: one style, and ``save_figure`` (PNG + PDF under ``figures/``).
+
+Plot functions live in topic submodules (``dlgn_lib.plots.<topic>``); each returns a
+``matplotlib.figure.Figure`` and never saves: notebooks decide what is saved.
 """
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import matplotlib
 
@@ -13,7 +14,7 @@ if not os.environ.get("MPLBACKEND") and "ipykernel" not in sys.modules:
     matplotlib.use("Agg")  # headless outside Jupyter; inside a kernel the inline backend stays
 import matplotlib.pyplot as plt  # noqa: E402
 
-from . import locations  # noqa: E402
+from .. import locations  # noqa: E402
 
 STYLE = {
     "figure.dpi": 100, "savefig.dpi": 150, "savefig.bbox": "tight",
@@ -33,10 +34,11 @@ def use_style() -> None:
     plt.rcParams.update(STYLE)
 
 
-def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = True) -> list[Path]:
+def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = True) -> None:
     """Save ``fig`` as ``figures/<figure_id>.png`` and ``.pdf`` (atomic writes, no timestamps).
 
-    ``figure_id`` starts with the notebook id, e.g. "05_arcs". Returns the written paths.
+    ``figure_id`` starts with the notebook id, e.g. "05_arcs". Prints the written paths, relative to
+    the repository (returns nothing, so a notebook cell ending in it shows no path objects).
     """
     if not figure_id or "/" in figure_id or figure_id.startswith("."):
         raise ValueError(f"figure_id={figure_id!r}: use a plain name such as '05_arcs'")
@@ -52,7 +54,7 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
         written.append(path)
     if verbose:
         print("saved " + ", ".join(locations.display_path(p) for p in written))
-    return written
 
 
 use_style()
+from . import hyperplanes  # noqa: E402,F401

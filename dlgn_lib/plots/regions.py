@@ -1,0 +1,110 @@
+"""Figures of paths and regions in the plane (notebooks 01 and 03; claims C1 and C3)."""
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.patches import Polygon
+
+from .. import paths
+
+BOX = (-2.2, 2.2, -2.2, 2.2)
+LAYER_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
+
+
+def _scatter(ax, dataset, size=6):
+    x, y = dataset.x_train.numpy(), dataset.y_train.numpy()
+    ax.scatter(x[:, 0], x[:, 1], c=np.where(y > 0, "#d62728", "#1f77b4"), s=size, alpha=0.35, lw=0)
+
+
+def _frame(ax, box=BOX, title=""):
+    ax.set_xlim(box[0], box[1])
+    ax.set_ylim(box[2], box[3])
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title)
+
+
+def draw_lines(ax, V, c, box=BOX, **style):
+    """Draw the boundary lines ``v·x + c = 0`` of 2-D half-spaces, clipped to the box."""
+    corners = paths.box_polygon(box)
+    for v, b in zip(np.asarray(V, dtype=float), np.asarray(c, dtype=float)):
+        s = corners @ v + b
+        pts = [corners[i] + s[i] / (s[i] - s[j]) * (corners[j] - corners[i])
+               for i, j in zip(range(4), [1, 2, 3, 0]) if s[i] * s[j] < 0]
+        if len(pts) == 2:
+            ax.plot([pts[0][0], pts[1][0]], [pts[0][1], pts[1][1]], **style)
+
+
+def layer_hyperplanes(model, dataset, box=BOX):
+    """One panel per layer: the effective hyperplanes of that layer over the training data."""
+    planes = paths.effective_hyperplanes(model)
+    fig, axes = plt.subplots(1, len(planes), figsize=(3.0 * len(planes), 3.1), squeeze=False)
+    for layer, (ax, (V, c)) in enumerate(zip(axes[0], planes)):
+        _scatter(ax, dataset)
+        draw_lines(ax, V.detach().numpy(), c.detach().numpy(), box,
+                   color=LAYER_COLORS[layer % len(LAYER_COLORS)], lw=1.2)
+        _frame(ax, box, f"layer {layer + 1}: {V.shape[0]} half-spaces")
+    fig.tight_layout()
+    return fig
+
+
+def path_regions(model, chosen, dataset=None, box=BOX, ncols=4, scores=None):
+    """Each chosen path's active region ``R_π`` (exact polygon), shaded, with its L boundary lines."""
+    n = len(chosen)
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.7 * nrows), squeeze=False)
+    planes = paths.effective_hyperplanes(model)
+    for k, ax in enumerate(axes.flat):
+        if k >= n:
+            ax.axis("off")
+            continue
+        path = chosen[k]
+        if dataset is not None:
+            _scatter(ax, dataset, size=3)
+        poly = paths.path_region_polygon(model, path, box)
+        if len(poly):
+            ax.add_patch(Polygon(poly, closed=True, fc="#ffbf00", ec="black", alpha=0.55, lw=1))
+        for layer, ((V, c), i) in enumerate(zip(planes, path)):
+            draw_lines(ax, V[i:i + 1].detach().numpy(), c[i:i + 1].detach().numpy(), box,
+                       color=LAYER_COLORS[layer % len(LAYER_COLORS)], lw=1.0, ls="--")
+        label = f"path {path}" + (f"\n|g| = {scores[k]:.3g}" if scores is not None else "")
+        _frame(ax, box, label)
+    fig.tight_layout()
+    return fig
+
+
+def path_value_spectrum(values: torch.Tensor, labels=("DLGN",)):
+    """Sorted path magnitudes |g_π| (log scale) and the share of total magnitude held by the top k."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(8.5, 3.0))
+    for v, label in zip(values if isinstance(values, (list, tuple)) else [values], labels):
+        mags = np.sort(np.abs(v.detach().double().numpy().ravel()))[::-1]
+        a.plot(np.arange(1, len(mags) + 1), mags, label=label)
+        b.plot(np.arange(1, len(mags) + 1), np.cumsum(mags) / mags.sum(), label=label)
+    a.set(xscale="log", yscale="log", xlabel="path rank", ylabel="|g_π|", title="path values, sorted")
+    b.set(xscale="log", xlabel="top k paths", ylabel="share of Σ|g_π|", title="how concentrated", ylim=(0, 1.02))
+    a.legend()
+    fig.tight_layout()
+    return fig
+
+
+def partition_comparison(dlgn, relu, dataset, box=BOX, resolution=300):
+    """Left: the DLGN's gate-pattern cells (exact convex polygons, straight lines). Right: the ReLU
+    net's activation regions on a grid (cells bent at every deeper neuron)."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(8.4, 4.2))
+    cells = paths.gate_pattern_cells_2d(dlgn, box)
+    rng = np.random.default_rng(0)
+    for poly in cells.values():
+        a.add_patch(Polygon(poly, closed=True, fc=plt.cm.tab20(rng.integers(20)), ec="white", lw=0.4))
+    _frame(a, box, f"DLGN: {len(cells)} convex cells (exact)")
+    xs = np.linspace(box[0], box[1], resolution)
+    grid = torch.tensor(np.stack(np.meshgrid(xs, xs[::-1]), -1).reshape(-1, 2), dtype=torch.float32)
+    ids = paths.activation_regions_grid(relu, grid).numpy().reshape(resolution, resolution)
+    shuffled = rng.permutation(ids.max() + 1)[ids] % 20
+    b.imshow(shuffled, extent=box, cmap="tab20", interpolation="nearest")
+    _frame(b, box, f"ReLU: {ids.max() + 1} activation regions (grid)")
+    fig.tight_layout()
+    return fig

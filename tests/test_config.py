@@ -1,0 +1,92 @@
+"""Configs, profiles and notebook parameter checks (SPEC §5, §7)."""
+import pytest
+
+from dlgn_lib import config as C
+
+
+def small_config(**changes):
+    cfg = C.RunConfig(C.DataSpec.make("circle", target="steps", n_train=64),
+                      C.ModelSpec.make("dlgn", (4, 4)), epochs=10)
+    return cfg.replace(**changes)
+
+
+def test_key_is_stable_and_covers_every_field_but_the_name():
+    a = small_config()
+    assert a.key() == small_config().key()
+    assert a.key() == a.replace(name="a label").key()
+    for change in [dict(seed=1), dict(epochs=11), dict(lr=0.02), dict(batch_size=8),
+                   dict(model=C.ModelSpec.make("dlgn", (4, 4), beta=3.0)),
+                   dict(data=C.DataSpec.make("circle", target="steps", n_train=65))]:
+        assert a.replace(**change).key() != a.key(), change
+
+
+def test_key_does_not_depend_on_keyword_order():
+    m1 = C.ModelSpec.make("dlgn", (3,), beta=2.0, gate_bias=True)
+    m2 = C.ModelSpec.make("dlgn", (3,), gate_bias=True, beta=2.0)
+    assert m1 == m2
+
+
+def test_json_round_trip():
+    cfg = small_config(name="x", batch_size=16)
+    back = C.RunConfig.from_json(cfg.to_json())
+    assert back == cfg and back.key() == cfg.key() and back.name == "x"
+
+
+@pytest.mark.parametrize("epochs,n", [(100, 25), (2000, 12), (10, 25), (5, 2), (3000, 40)])
+def test_snapshot_epochs_are_log_spaced_and_exact_in_count(epochs, n):
+    e = C.snapshot_epochs(epochs, n)
+    assert e[0] == 0 and e[-1] == epochs
+    assert len(e) == min(n, epochs + 1) and e == sorted(set(e))
+    if n < epochs + 1 and n > 4:
+        gaps = [b - a for a, b in zip(e, e[1:])]
+        assert gaps[0] <= gaps[-1]  # dense early, sparse late
+
+
+@pytest.mark.parametrize("params,name,allowed", [
+    (dict(PROFILE="bogus"), "PROFILE", "'quick', 'full'"),
+    (dict(PROFILE=3), "PROFILE", "'quick', 'full'"),
+    (dict(SEED=-1), "SEED", ">= 0"),
+    (dict(SEED="1"), "SEED", "integer"),
+    (dict(SEED=True), "SEED", "integer"),
+    (dict(EPOCHS=0), "EPOCHS", ">= 1"),
+    (dict(SEEDS=2.5), "SEEDS", "integer"),
+    (dict(PROFLIE="quick"), "PROFLIE", "known: PROFILE"),
+])
+def test_bad_parameters_name_the_parameter_and_the_allowed_values(params, name, allowed):
+    with pytest.raises(C.ParameterError) as info:
+        C.check_parameters(**params)
+    assert name in str(info.value) and allowed in str(info.value)
+
+
+def test_good_parameters_pass():
+    C.check_parameters(PROFILE="full", SEED=0, EPOCHS=None, SEEDS=3)
+
+
+def test_profiles_differ_only_in_sizes():
+    for nb, profiles in C.NOTEBOOK_SIZES.items():
+        assert set(profiles) == set(C.PROFILES), nb
+        assert set(profiles["quick"]) == set(profiles["full"]), nb
+        for key, value in profiles["quick"].items():
+            assert type(value) is type(profiles["full"][key]), (nb, key)
+
+
+def test_for_notebook_sizes_overrides_and_errors():
+    cfg = C.for_notebook("01", "quick", seed=3, epochs=7, widths=None)
+    assert cfg.epochs == 7 and cfg.seed == 3
+    assert cfg.widths == C.NOTEBOOK_SIZES["01"]["quick"]["widths"]
+    run = cfg.run(C.DataSpec.make("circle"), C.ModelSpec.make("dlgn", cfg.widths))
+    assert run.epochs == 7 and run.seed == 3
+    with pytest.raises(C.ParameterError, match="PROFILE"):
+        C.for_notebook("01", "bogus")
+    with pytest.raises(C.ParameterError, match="no_such_size"):
+        C.for_notebook("01", "quick", no_such_size=1)
+    with pytest.raises(AttributeError, match="known"):
+        cfg.no_such_size
+
+
+@pytest.mark.parametrize("changes,name", [(dict(epochs=0), "epochs"), (dict(seed=-2), "seed"),
+                                          (dict(optimizer="lbfgs"), "optimizer"), (dict(lr=0), "lr"),
+                                          (dict(batch_size=0), "batch_size")])
+def test_bad_run_config_fields_are_rejected(changes, name):
+    with pytest.raises(C.ParameterError, match=name):
+        small_config(**changes)
