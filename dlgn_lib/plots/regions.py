@@ -101,7 +101,8 @@ def partition_comparison(dlgn, relu, dataset, box=BOX, resolution=300):
         a.add_patch(Polygon(poly, closed=True, fc=plt.cm.tab20(rng.integers(20)), ec="white", lw=0.4))
     _frame(a, box, f"DLGN: {len(cells)} convex cells (exact)")
     xs = np.linspace(box[0], box[1], resolution)
-    grid = torch.tensor(np.stack(np.meshgrid(xs, xs[::-1]), -1).reshape(-1, 2), dtype=torch.float32)
+    grid = torch.tensor(np.stack(np.meshgrid(xs, xs[::-1]), -1).reshape(-1, 2),
+                        dtype=next(relu.parameters()).dtype)
     ids = paths.activation_regions_grid(relu, grid).numpy().reshape(resolution, resolution)
     shuffled = rng.permutation(ids.max() + 1)[ids] % 20
     b.imshow(shuffled, extent=box, cmap="tab20", interpolation="nearest")
