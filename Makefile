@@ -1,0 +1,61 @@
+# dlgn-halfspace: every command runs in .venv, which `make` creates and keeps in step with
+# requirements.lock and pyproject.toml by itself.
+#
+#   make figures [PROFILE=full]   run the notebook series headlessly (figures/, build/notebooks/)
+#   make test                     library tests, then nbval on the committed notebooks
+#   make lab                      JupyterLab on 127.0.0.1
+#   make bench                    performance benchmarks (SPEC §6)
+#   make data                     prepare the datasets
+#   make lock                     re-pin requirements.lock from .venv as it is now
+#                                 (after a `.venv/bin/pip install NAME==VERSION`)
+#   make clean                    remove build output and the run cache
+#
+# Progress bars go quiet when CI=true is in the environment (the library reads it).
+
+# The pinned PyTorch wheels are built for CPython 3.11.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+PROFILE ?= quick
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.dlgn-installed.stamp
+BUILD_DIR := $(or $(DLGN_BUILD_DIR),build)
+RUNS_DIR := $(or $(DLGN_RUNS_DIR),$(or $(DLGN_DATA_DIR),data)/runs)
+
+.PHONY: venv data figures test lab bench lock clean
+
+venv: $(STAMP)
+
+# Re-installs whenever the lock or the project metadata changes.
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -r requirements.lock
+	$(PY) -m pip install --no-deps -e .
+	touch $@
+
+data: venv
+	$(PY) -m dlgn_lib.data prepare
+
+figures: venv data
+	$(PY) -m dlgn_lib.series run --profile $(PROFILE)
+
+# Two runs, both must pass: the library tests (tests/, every subfolder included), then the
+# committed notebook outputs. pytest's "no tests collected" (exit 5) counts as a failure.
+test: venv data
+	$(PY) -m pytest tests
+	$(PY) -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg notebooks/
+
+# As root (containers, CI machines) JupyterLab refuses to start without --allow-root.
+lab: venv
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+
+bench: venv
+	$(PY) -m dlgn_lib.bench
+
+lock:
+	{ echo "# Every package of the environment, pinned (Linux x86_64, CPython 3.11). Regenerate with: make lock"; \
+	  $(PY) -m pip freeze --all --exclude pip --exclude-editable --exclude dlgn-halfspace; } > requirements.lock.tmp
+	mv requirements.lock.tmp requirements.lock
+	touch $(STAMP)  # the lock now describes .venv exactly: no reinstall needed
+
+clean:
+	rm -rf $(BUILD_DIR) $(RUNS_DIR)

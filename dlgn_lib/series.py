@@ -1,0 +1,266 @@
+"""Run the notebook series headlessly and summarise each notebook's verdict (SPEC §4, §5).
+
+    python -m dlgn_lib.series run [--profile quick|full] [--only 05 07 ...] [--kernel NAME]
+
+Each ``notebooks/NN_*.ipynb`` is executed by papermill with ``PROFILE`` injected into its
+``parameters`` cell, in the notebooks folder, into ``build/notebooks/``. A failing notebook does
+not stop the others; the summary table lists every notebook with its status, its run time and
+the lines it printed that contain "SUPPORTED" (its verdict). The exit status is 1 when any
+notebook failed, 2 for bad arguments (checked before anything runs).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import papermill
+from ipykernel.kernelspec import RESOURCES, get_kernel_dict
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+from jupyter_client.manager import KernelManager
+from traitlets import default
+
+from dlgn_lib.config import PROFILES
+from dlgn_lib.locations import REPO_ROOT, build_dir, display_path
+
+# Kernel name that always means "ipykernel on the interpreter running the series".
+CURRENT_INTERPRETER_KERNEL = "dlgn-halfspace"
+NOTEBOOK_NAME = re.compile(r"^(\d{2})_.+\.ipynb$")
+VERDICT_MARK = "SUPPORTED"  # also matches "NOT SUPPORTED"
+NO_VERDICT = "—"
+
+
+@dataclass(frozen=True)
+class Result:
+    """Outcome of executing one notebook.
+
+    Attributes:
+        notebook: file name, e.g. ``05_smooth.ipynb``.
+        error: None when the notebook ran through; else the exception class (the one raised
+            inside the notebook when it came from a cell, e.g. ``ValueError``).
+        message: the exception's message, "" when it ran through.
+        seconds: wall-clock time of the execution.
+        verdicts: printed lines containing "SUPPORTED", in order.
+        output: the executed copy (partial when the notebook failed).
+    """
+
+    notebook: str
+    error: str | None
+    message: str
+    seconds: float
+    verdicts: tuple[str, ...]
+    output: Path
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def status(self) -> str:
+        return "ok" if self.ok else f"FAILED {self.error}"
+
+
+class _CurrentInterpreterKernelSpecs(KernelSpecManager):
+    """The installed kernel specs, plus one that runs ipykernel on ``sys.executable``.
+
+    Installed specs are not trusted to mean this interpreter: a user-level ``python3`` spec may
+    point at another Python, and ``JUPYTER_PATH`` reorders the search. Nothing is written to disk.
+    """
+
+    def get_kernel_spec(self, kernel_name):
+        if kernel_name == CURRENT_INTERPRETER_KERNEL:
+            return self.kernel_spec_class(resource_dir=RESOURCES, **get_kernel_dict())
+        return super().get_kernel_spec(kernel_name)
+
+
+class _KernelManager(KernelManager):
+    """A kernel manager that also knows :data:`CURRENT_INTERPRETER_KERNEL`."""
+
+    @default("kernel_spec_manager")
+    def _kernel_spec_manager_default(self):
+        return _CurrentInterpreterKernelSpecs(data_dir=self.data_dir)
+
+
+def find_notebooks(folder: Path | str | None = None) -> list[Path]:
+    """The series' notebooks ``NN_*.ipynb`` in ``folder`` (default: the repository's notebooks/), sorted."""
+    folder = Path(folder).resolve() if folder is not None else REPO_ROOT / "notebooks"
+    return sorted(path for path in folder.glob("*.ipynb") if NOTEBOOK_NAME.match(path.name))
+
+
+def notebook_id(path: Path) -> str:
+    """The two-digit id of a series notebook: ``05`` for ``05_smooth.ipynb``."""
+    return NOTEBOOK_NAME.match(path.name).group(1)
+
+
+def select_notebooks(notebooks: Sequence[Path], only: Iterable[str] | None) -> list[Path]:
+    """The notebooks whose ids are in ``only`` (all when None), in series order.
+
+    Raises:
+        ValueError: an id in ``only`` matches no notebook; the message lists the available ids.
+    """
+    if only is None:
+        return list(notebooks)
+    wanted = set(only)
+    available = {notebook_id(path) for path in notebooks}
+    unknown = sorted(wanted - available)
+    if unknown:
+        raise ValueError(
+            f"--only: unknown notebook id(s) {', '.join(unknown)}; "
+            f"available: {', '.join(sorted(available)) or 'none'}"
+        )
+    return [path for path in notebooks if notebook_id(path) in wanted]
+
+
+def check_profile(profile: str) -> None:
+    """Raise ValueError unless ``profile`` is one of :data:`PROFILES`."""
+    if profile not in PROFILES:
+        raise ValueError(f"--profile: unknown profile {profile!r}; allowed: {', '.join(PROFILES)}")
+
+
+def check_kernel(kernel_name: str) -> None:
+    """Raise ValueError unless a Jupyter kernel spec named ``kernel_name`` can be found."""
+    specs = _CurrentInterpreterKernelSpecs()
+    try:
+        specs.get_kernel_spec(kernel_name)
+    except NoSuchKernel:
+        available = sorted({CURRENT_INTERPRETER_KERNEL, *specs.find_kernel_specs()})
+        raise ValueError(f"--kernel: no kernel named {kernel_name!r}; available: {', '.join(available)}") from None
+
+
+def extract_verdicts(nb: nbformat.NotebookNode) -> list[str]:
+    """Lines printed to stdout by the notebook's cells that contain "SUPPORTED", in order."""
+    lines = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and output.get("name") == "stdout":
+                lines += [line.strip() for line in output["text"].splitlines() if VERDICT_MARK in line]
+    return lines
+
+
+def run_notebook(notebook: Path, output_dir: Path, profile: str, kernel_name: str) -> Result:
+    """Execute one notebook with papermill into ``output_dir``; failures are returned, not raised."""
+    output = output_dir / notebook.name
+    # A copy left by an earlier run must not lend its verdicts to a run that fails early.
+    output.unlink(missing_ok=True)
+    error, message = None, ""
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            notebook,
+            output,
+            parameters={"PROFILE": profile},
+            cwd=notebook.parent,
+            kernel_name=kernel_name,
+            language="python",
+            progress_bar=False,
+            kernel_manager_class=_KernelManager,
+        )
+    except papermill.PapermillExecutionError as exc:
+        error, message = exc.ename, exc.evalue
+    except Exception as exc:  # kernel died, no such kernel, unreadable notebook: go on with the rest
+        error, message = type(exc).__name__, str(exc)
+    seconds = time.perf_counter() - start
+    verdicts = tuple(extract_verdicts(nbformat.read(output, as_version=4))) if output.exists() else ()
+    return Result(notebook.name, error, message, seconds, verdicts, output)
+
+
+def run_series(
+    folder: Path | str | None = None,
+    *,
+    profile: str = "quick",
+    only: Iterable[str] | None = None,
+    kernel_name: str = CURRENT_INTERPRETER_KERNEL,
+    output_dir: Path | str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[Result]:
+    """Execute the series (or the notebooks in ``only``) and return one Result per notebook.
+
+    Args:
+        folder: where the notebooks are (default: the repository's notebooks/).
+        profile: value injected as ``PROFILE``; one of :data:`PROFILES`.
+        only: notebook ids such as ``"05"``; None runs them all.
+        kernel_name: Jupyter kernel; the default runs this interpreter, whatever specs are installed.
+        output_dir: where executed copies go (default: ``build/notebooks``).
+        progress: called with a line before and after each notebook (e.g. ``print``).
+
+    Raises:
+        ValueError: bad ``profile``, ``only`` or ``kernel_name``, or no notebooks in ``folder``;
+            raised before any notebook runs.
+    """
+    check_profile(profile)
+    check_kernel(kernel_name)
+    notebooks = find_notebooks(folder)
+    if not notebooks:
+        raise ValueError(f"no notebooks named NN_*.ipynb in {display_path(folder or REPO_ROOT / 'notebooks')}")
+    notebooks = select_notebooks(notebooks, only)
+    # Absolute, because papermill saves the copy from inside the notebooks folder.
+    output_dir = Path(output_dir).resolve() if output_dir is not None else build_dir() / "notebooks"
+    output_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for notebook in notebooks:
+        if progress:
+            progress(f"running {notebook.name} (profile {profile}) ...")
+        result = run_notebook(notebook, output_dir, profile, kernel_name)
+        if progress:
+            progress(f"  {result.status} in {result.seconds:.1f} s")
+        results.append(result)
+    return results
+
+
+def format_summary(results: Sequence[Result]) -> str:
+    """A plain-text table: notebook, status, seconds, verdict; then failures and a count line."""
+    header = ("notebook", "status", "seconds", "verdict")
+    rows = [
+        (r.notebook, r.status, f"{r.seconds:.1f}", " | ".join(r.verdicts) or NO_VERDICT) for r in results
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(3)]
+
+    def line(row):
+        name, status, seconds, verdict = row
+        return f"{name:<{widths[0]}}  {status:<{widths[1]}}  {seconds:>{widths[2]}}  {verdict}"
+
+    lines = [line(header), line(tuple("-" * w for w in widths) + ("-" * len("verdict"),))]
+    lines += [line(row) for row in rows]
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        first_line = r.message.strip().splitlines()[0] if r.message.strip() else ""
+        lines.append(f"{r.notebook}: {r.error}: {first_line}  (see {display_path(r.output)})")
+    lines.append(f"notebooks: {len(results)}, ok: {len(results) - len(failed)}, failed: {len(failed)}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.series", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="execute the notebooks and print a summary")
+    run.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default: quick)")
+    run.add_argument("--only", nargs="+", metavar="ID", help="notebook ids to run, e.g. 05 07 (default: all)")
+    run.add_argument(
+        "--kernel",
+        default=CURRENT_INTERPRETER_KERNEL,
+        help=f"Jupyter kernel name (default: {CURRENT_INTERPRETER_KERNEL}, this Python interpreter)",
+    )
+    run.add_argument("--notebooks", type=Path, help="notebooks folder (default: the repository's notebooks/)")
+    args = parser.parse_args(argv)
+    try:
+        results = run_series(
+            args.notebooks,
+            profile=args.profile,
+            only=args.only,
+            kernel_name=args.kernel,
+            progress=lambda text: print(text, flush=True),
+        )
+    except ValueError as exc:  # only argument checks raise; notebook failures are results
+        parser.error(str(exc))
+    print(format_summary(results))
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""The three dependency files agree: pyproject.toml, environment.yml and requirements.lock.
+
+pyproject.toml declares the direct dependencies with exact pins; environment.yml (conda users)
+must list the same names with the same specs; requirements.lock (the full pinned set the
+Makefile installs) must hold a version of each that satisfies its pyproject spec. The checkers
+return a list of readable problems, and the drift tests feed them deliberately broken copies to
+show they catch what they claim to. The sanitize file for nbval is checked here too.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml  # a dependency of papermill, and pinned directly in pyproject.toml
+from nbval.plugin import get_sanitize_patterns
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = ROOT / "pyproject.toml"
+ENVIRONMENT = ROOT / "environment.yml"
+LOCK = ROOT / "requirements.lock"
+
+# conda-forge names that differ from the PyPI ones; everything else is spelled the same.
+CONDA_TO_PYPI = {"pytorch": "torch"}
+# Conda entries that are the environment's tools rather than the project's dependencies.
+CONDA_TOOLING = {"pip"}
+LOCK_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+)$")
+
+
+def pyproject_requirements(path: Path) -> tuple[dict[str, str], str, str]:
+    """Direct dependencies of a pyproject.toml.
+
+    Returns:
+        ({canonical name: specifier string}, requires-python, project name).
+    """
+    project = tomllib.loads(path.read_text())["project"]
+    specs = {}
+    for line in project["dependencies"]:
+        requirement = Requirement(line)
+        specs[canonicalize_name(requirement.name)] = str(requirement.specifier)
+    return specs, project["requires-python"], canonicalize_name(project["name"])
+
+
+def conda_requirements(path: Path) -> tuple[dict[str, str], str | None, list[str]]:
+    """Dependencies of a conda environment.yml, conda and `pip:` entries alike.
+
+    Returns:
+        ({canonical PyPI name: specifier string}, the python version or None, problems).
+    """
+    specs: dict[str, str] = {}
+    python = None
+    problems = []
+
+    def add(entry: str, source: str) -> None:
+        try:
+            requirement = Requirement(entry)
+        except InvalidRequirement:
+            problems.append(f"environment.yml: cannot read {source} entry {entry!r} (write it as name==version)")
+            return
+        name = canonicalize_name(CONDA_TO_PYPI.get(requirement.name, requirement.name))
+        if name in specs:
+            problems.append(f"environment.yml: {name} listed twice")
+        specs[name] = str(requirement.specifier)
+
+    for entry in yaml.safe_load(path.read_text())["dependencies"]:
+        if isinstance(entry, dict):
+            for pip_entry in entry.get("pip", []):
+                add(pip_entry, "pip")
+        elif entry.split("=")[0].strip() == "python":
+            python = entry.split("=", 1)[1].lstrip("=")
+        elif entry not in CONDA_TOOLING:
+            add(entry, "conda")
+    return specs, python, problems
+
+
+def lock_pins(path: Path) -> tuple[dict[str, str], list[str]]:
+    """Pins of requirements.lock as {canonical name: version}, and lines that are not plain pins."""
+    pins, problems = {}, []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        match = LOCK_LINE.match(line.strip())
+        if match is None:
+            # -e lines, file:// or VCS addresses do not install on a fresh machine.
+            problems.append(f"requirements.lock:{number}: not a plain name==version pin: {line!r}")
+            continue
+        name = canonicalize_name(match.group(1))
+        if name in pins:
+            problems.append(f"requirements.lock:{number}: {name} pinned twice")
+        pins[name] = match.group(2)
+    return pins, problems
+
+
+def environment_drift(pyproject: Path, environment: Path) -> list[str]:
+    """Differences between pyproject.toml's dependencies and environment.yml's."""
+    declared, requires_python, _ = pyproject_requirements(pyproject)
+    conda, python, problems = conda_requirements(environment)
+    for name in sorted(declared.keys() - conda.keys()):
+        problems.append(f"{name}: in pyproject.toml, missing from environment.yml")
+    for name in sorted(conda.keys() - declared.keys()):
+        problems.append(f"{name}: in environment.yml, missing from pyproject.toml")
+    for name in sorted(declared.keys() & conda.keys()):
+        if declared[name] != conda[name]:
+            problems.append(f"{name}: pyproject.toml says {declared[name]!r}, environment.yml says {conda[name]!r}")
+    if python is None:
+        problems.append("environment.yml: no python version")
+    elif not Requirement(f"python{requires_python}").specifier.contains(Version(python)):
+        problems.append(f"environment.yml: python={python} is outside requires-python {requires_python!r}")
+    return problems
+
+
+def lock_drift(pyproject: Path, lock: Path) -> list[str]:
+    """Direct dependencies that requirements.lock lacks or pins outside their pyproject spec."""
+    declared, _, project = pyproject_requirements(pyproject)
+    pins, problems = lock_pins(lock)
+    for name, spec in sorted(declared.items()):
+        if not spec.startswith("==") or "," in spec:
+            problems.append(f"{name}: pyproject.toml spec {spec!r} is not an exact == pin")
+        if name not in pins:
+            problems.append(f"{name}: in pyproject.toml, missing from requirements.lock")
+        elif not Requirement(f"{name}{spec}").specifier.contains(Version(pins[name]), prereleases=True):
+            problems.append(f"{name}: requirements.lock pins {pins[name]}, pyproject.toml says {spec!r}")
+    if project in pins:
+        problems.append(f"requirements.lock pins the project itself ({project})")
+    return problems
+
+
+def test_environment_yml_matches_pyproject():
+    assert environment_drift(PYPROJECT, ENVIRONMENT) == []
+
+
+def test_pyproject_pins_match_lock():
+    assert lock_drift(PYPROJECT, LOCK) == []
+
+
+def test_lock_pins_transitive_dependencies_too():
+    # The lock is the full set, not a copy of the direct list: torch alone pulls in more.
+    declared, _, _ = pyproject_requirements(PYPROJECT)
+    pins, _ = lock_pins(LOCK)
+    assert len(pins) > len(declared)
+    assert {"filelock", "sympy", "jinja2"} <= pins.keys()
+
+
+def edited(text: str, *replacements: tuple[str, str]) -> str:
+    """`text` with each (old, new) replacement made; fails if an `old` is not there."""
+    for old, new in replacements:
+        assert old in text, f"{old!r} not found: the drift test no longer edits anything"
+        text = text.replace(old, new)
+    return text
+
+
+def test_environment_checker_catches_drift(tmp_path):
+    copy = tmp_path / "environment.yml"
+    copy.write_text(edited(
+        ENVIRONMENT.read_text(),
+        ("numpy==2.4.6", "numpy==2.4.5"),
+        ("torch==2.14.1", "torch>=2.14"),
+        ("python=3.11", "python=3.12"),
+        ("  - seaborn==", "  # - seaborn=="),
+        ("  - pip\n", "  - requests==2.34.2\n  - pip\n"),
+    ))
+
+    problems = environment_drift(PYPROJECT, copy)
+
+    assert len(problems) == 5, problems
+    assert "numpy: pyproject.toml says '==2.4.6', environment.yml says '==2.4.5'" in problems
+    assert "torch: pyproject.toml says '==2.14.1', environment.yml says '>=2.14'" in problems
+    assert "seaborn: in pyproject.toml, missing from environment.yml" in problems
+    assert "requests: in environment.yml, missing from pyproject.toml" in problems
+    assert any("python=3.12" in p for p in problems)
+
+
+def test_environment_checker_understands_conda_names(tmp_path):
+    # Moving torch from the pip list to conda-forge's `pytorch` package is not drift.
+    copy = tmp_path / "environment.yml"
+    copy.write_text(edited(
+        ENVIRONMENT.read_text(),
+        ("      - torch==2.14.1", ""),
+        ("  - pip\n", "  - pytorch==2.14.1\n  - pip\n"),
+    ))
+    assert environment_drift(PYPROJECT, copy) == []
+
+
+def test_lock_checker_catches_drift(tmp_path):
+    lines = LOCK.read_text().splitlines()
+    drifted = [line for line in lines if not line.startswith("seaborn==")]
+    drifted = ["numpy==1.26.0" if line.startswith("numpy==") else line for line in drifted]
+    drifted += ["-e file:///somewhere/dlgn-halfspace", "dlgn-halfspace==0.1.0"]
+    assert len(drifted) == len(lines) + 1, "the edits above did not all apply"
+    copy = tmp_path / "requirements.lock"
+    copy.write_text("\n".join(drifted) + "\n")
+
+    problems = lock_drift(PYPROJECT, copy)
+
+    assert len(problems) == 4, problems
+    assert "numpy: requirements.lock pins 1.26.0, pyproject.toml says '==2.4.6'" in problems
+    assert "seaborn: in pyproject.toml, missing from requirements.lock" in problems
+    assert any("not a plain name==version pin" in p and "-e file://" in p for p in problems)
+    assert "requirements.lock pins the project itself (dlgn-halfspace)" in problems
+
+
+def test_lock_checker_flags_loose_pyproject_specs(tmp_path):
+    copy = tmp_path / "pyproject.toml"
+    copy.write_text(edited(PYPROJECT.read_text(), ('"pandas==3.1.1"', '"pandas>=3"')))
+    assert lock_drift(copy, LOCK) == ["pandas: pyproject.toml spec '>=3' is not an exact == pin"]
+
+
+def sanitized(text: str) -> str:
+    """Apply tests/nbval_sanitize.cfg the way nbval does: each regex in file order."""
+    for regex, replace in get_sanitize_patterns((ROOT / "tests" / "nbval_sanitize.cfg").read_text()):
+        text = re.sub(regex, replace, text)
+    return text
+
+
+def test_sanitize_normalises_what_varies():
+    assert sanitized("<Figure at 0x7f3a2b1c9d50>") == sanitized("<Figure at 0x55d0e4a1b2c0>")
+    assert sanitized("loaded run 3f2a, took 1.23 s") == sanitized("loaded run 3f2a, took 12 s")
+    assert sanitized("training took 0.8s") == sanitized("training took 41.0s")
+    bar_a = " 45%|████▌     | 9/20 [00:01<00:01,  8.93it/s]"
+    bar_b = "100%|██████████| 20/20 [00:03<00:00,  6.10it/s]"
+    assert sanitized(f"epochs{bar_a}\ndone") == sanitized(f"epochs{bar_b}\ndone")
+
+
+def test_sanitize_keeps_deterministic_numbers():
+    for line in [
+        "max |sum_paths - forward| = 3.1e-12  SUPPORTED",
+        "test accuracy 0.9312 ± 0.0041 over 5 seeds",
+        "boundary distance 0.087 rad (init 0.412) -> SUPPORTED",
+        "regions: 37, epoch 120 of 200, 45% of paths active",
+    ]:
+        assert sanitized(line) == line

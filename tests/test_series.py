@@ -1,0 +1,135 @@
+"""The series runner on two tiny notebooks: one prints verdicts, one raises."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import papermill
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+from dlgn_lib import series
+
+
+def write_notebook(path: Path, *sources: str, parameters: str | None = None) -> Path:
+    cells = []
+    if parameters is not None:
+        cells.append(new_code_cell(parameters, metadata={"tags": ["parameters"]}))
+    cells += [new_code_cell(source) for source in sources]
+    nbformat.write(new_notebook(cells=cells), path)
+    return path
+
+
+@pytest.fixture
+def notebooks(tmp_path):
+    """A series folder: 01 prints two verdicts, 02 raises; two files that are not series notebooks."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    write_notebook(
+        folder / "01_good.ipynb",
+        "import sys\nprint('interpreter', sys.executable)\nprint('profile', PROFILE)",
+        "print('max error 3.1e-12\\nC1 (paths = forward): SUPPORTED')\nprint('C2 midway: NOT SUPPORTED')",
+        parameters='PROFILE = "quick"',
+    )
+    write_notebook(folder / "02_bad.ipynb", "raise ValueError('PROFILE must be quick or full')")
+    write_notebook(folder / "scratch.ipynb", "print('SUPPORTED')")
+    write_notebook(folder / "3_short_id.ipynb", "print('SUPPORTED')")
+    return folder
+
+
+@pytest.fixture
+def build(tmp_path, monkeypatch):
+    """Send build output to tmp_path, as the Makefile's users would with DLGN_BUILD_DIR."""
+    monkeypatch.setenv("DLGN_BUILD_DIR", str(tmp_path / "build"))
+    return tmp_path / "build"
+
+
+def test_find_notebooks_takes_only_numbered_notebooks_in_order(notebooks):
+    assert [p.name for p in series.find_notebooks(notebooks)] == ["01_good.ipynb", "02_bad.ipynb"]
+
+
+def test_extract_verdicts_reads_printed_lines_only():
+    nb = new_notebook(cells=[
+        new_code_cell("", outputs=[
+            new_output("stream", name="stdout", text="accuracy 0.93\nC2: SUPPORTED (gap 0.12)\n"),
+            new_output("stream", name="stderr", text="warning: SUPPORTED is not a verdict here\n"),
+        ]),
+        new_code_cell("", outputs=[new_output("execute_result", data={"text/plain": "'SUPPORTED'"})]),
+        new_code_cell("", outputs=[new_output("stream", name="stdout", text="  C5: NOT SUPPORTED  \n")]),
+    ])
+    assert series.extract_verdicts(nb) == ["C2: SUPPORTED (gap 0.12)", "C5: NOT SUPPORTED"]
+
+
+def test_series_runs_every_notebook_and_reports_failures(notebooks, build, capsys):
+    status = series.main(["run", "--notebooks", str(notebooks), "--profile", "full"])
+    out = capsys.readouterr().out
+
+    assert status == 1
+    good, bad = build / "notebooks" / "01_good.ipynb", build / "notebooks" / "02_bad.ipynb"
+    printed = "".join(
+        output["text"] for cell in nbformat.read(good, as_version=4).cells for output in cell.get("outputs", [])
+    )
+    assert f"interpreter {sys.executable}\n" in printed  # the kernel is this very interpreter
+    assert "profile full\n" in printed  # the profile reached the parameters cell
+    assert bad.exists()  # the partial copy is kept for reading the traceback
+
+    table = {line.split()[0]: line for line in out.splitlines() if line.startswith(("01_", "02_"))}
+    assert "  ok  " in table["01_good.ipynb"]
+    assert table["01_good.ipynb"].endswith("C1 (paths = forward): SUPPORTED | C2 midway: NOT SUPPORTED")
+    assert "FAILED ValueError" in table["02_bad.ipynb"]
+    assert table["02_bad.ipynb"].endswith(series.NO_VERDICT)
+    assert "02_bad.ipynb: ValueError: PROFILE must be quick or full" in out
+    assert "notebooks: 2, ok: 1, failed: 1" in out
+
+
+def test_series_exits_zero_when_all_selected_notebooks_pass(notebooks, build, capsys):
+    assert series.main(["run", "--notebooks", str(notebooks), "--only", "01"]) == 0
+    assert "notebooks: 1, ok: 1, failed: 0" in capsys.readouterr().out
+    assert [p.name for p in (build / "notebooks").iterdir()] == ["01_good.ipynb"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--only", "01", "07"], "unknown notebook id(s) 07; available: 01, 02"),
+        (["--only", "1"], "unknown notebook id(s) 1; available: 01, 02"),
+        (["--profile", "huge"], "unknown profile 'huge'; allowed: quick, full"),
+        (["--kernel", "no-such-kernel"], "no kernel named 'no-such-kernel'; available: dlgn-halfspace"),
+    ],
+)
+def test_bad_arguments_fail_before_anything_runs(notebooks, build, monkeypatch, capsys, arguments, message):
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("a notebook was executed despite bad arguments")
+
+    monkeypatch.setattr(papermill, "execute_notebook", must_not_run)
+    with pytest.raises(SystemExit) as exit_info:
+        series.main(["run", "--notebooks", str(notebooks), *arguments])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not build.exists()
+
+
+def test_empty_folder_is_an_error_not_an_empty_success(tmp_path, build):
+    with pytest.raises(ValueError, match="no notebooks named NN_"):
+        series.run_series(tmp_path)
+
+
+def test_format_summary_aligns_columns_and_counts():
+    results = [
+        series.Result("00_primer.ipynb", None, "", 3.04, (), Path("b/00_primer.ipynb")),
+        series.Result("05_smooth.ipynb", None, "", 41.96, ("a: SUPPORTED", "b: NOT SUPPORTED"), Path("b/05.ipynb")),
+        series.Result("09_table.ipynb", "KeyError", "'cifar10'\nmore", 0.5, (), Path("/elsewhere/09_table.ipynb")),
+    ]
+    lines = series.format_summary(results).splitlines()
+
+    assert lines[0].split() == ["notebook", "status", "seconds", "verdict"]
+    assert lines[2].split() == ["00_primer.ipynb", "ok", "3.0", series.NO_VERDICT]
+    assert lines[3].split("  ")[-1] == "a: SUPPORTED | b: NOT SUPPORTED"
+    assert lines[4].split() == ["09_table.ipynb", "FAILED", "KeyError", "0.5", series.NO_VERDICT]
+    # Columns line up: every row's seconds field ends where the header's does.
+    ends = {line.index("seconds") + len("seconds") for line in lines[:1]}
+    ends |= {line.rindex(s) + len(s) for line, s in zip(lines[2:5], ["3.0", "42.0", "0.5"])}
+    assert len(ends) == 1
+    assert lines[5] == "09_table.ipynb: KeyError: 'cifar10'  (see /elsewhere/09_table.ipynb)"
+    assert lines[6] == "notebooks: 3, ok: 2, failed: 1"
