@@ -5,5 +5,25 @@ Learning in Neural Networks* (Yadav, Ramaswamy, Lakshminarayanan, arXiv 2404.043
 """
 __version__ = "0.1.0"
 
-from . import clusters, config, data, kernels, locations, models, paths, plots, runs, train, verdict, widgets  # noqa: F401,E402
+import os as _os
+
+import torch as _torch
+
+
+def _use_threads(value: str) -> int:
+    """Torch's CPU thread count from ``DLGN_NUM_THREADS`` (default 1).
+
+    The series trains small nets, which are overhead-bound: one thread is as fast as several and
+    makes every printed number independent of the machine's core count (float sums are ordered
+    the same way). Set ``DLGN_NUM_THREADS`` higher for large ``full``-profile runs on a CPU.
+    """
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"DLGN_NUM_THREADS={value!r} is not allowed; use a positive integer (default 1)")
+    _torch.set_num_threads(int(value))
+    return int(value)
+
+
+_use_threads(_os.environ.get("DLGN_NUM_THREADS", "1"))
+
+from . import circle, clusters, config, data, kernels, locations, models, paths, plots, runs, saliency, tables, train, verdict, widgets  # noqa: F401,E402
 from .plots import save_figure  # noqa: F401,E402

@@ -20,7 +20,7 @@ from .models import MODEL_KINDS
 
 #: Bump when a change to models, data or training alters what a given config produces: old cache
 #: entries then stop matching instead of being reused.
-CODE_VERSION = "1"
+CODE_VERSION = "2"
 
 PROFILES = ("quick", "full")
 OPTIMIZERS = ("adam", "sgd")
@@ -233,10 +233,37 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "quick": dict(n=600, widths=(6, 6, 6), epochs=400, lr=1e-2, n_snapshots=15, n_check=20000),
         "full": dict(n=4000, widths=(10, 10, 10), epochs=3000, lr=5e-3, n_snapshots=40, n_check=200000),
     },
-    # notebook 02 sizes
-    # notebook 04 sizes
-    # notebook 05 sizes
-    # notebook 06 sizes
+    "02": {
+        # Plane sets: n points each; odt SD-I (d = 20): odt_n_total points (paper scale 40,000).
+        "quick": dict(n=600, widths=(16, 16, 16), epochs=150, lr=1e-2, eval_every=5, n_snapshots=6,
+                      seeds=3, odt_n_total=16000, odt_widths=(32, 32, 32), odt_epochs=150,
+                      odt_batch_size=None),
+        "full": dict(n=4000, widths=(64, 64, 64), epochs=2000, lr=5e-3, eval_every=10, n_snapshots=20,
+                     seeds=5, odt_n_total=40000, odt_widths=(256, 256, 256), odt_epochs=1500,
+                     odt_batch_size=2000),
+    },
+    "04": {
+        # Fashion-MNIST images per class in each split (all of them: 5,400 / 600 / 1,000); the
+        # gradient cosine is measured on the first n_cos_inputs test images. top_paths enumerates
+        # Π m_ℓ · 10 path values, which must stay below paths.MAX_ENTRIES.
+        "quick": dict(train_per_class=400, val_per_class=100, test_per_class=100, widths=(64, 64, 64),
+                      epochs=15, lr=2e-3, batch_size=128, n_snapshots=6, n_cos_inputs=500, n_paths_shown=4),
+        "full": dict(train_per_class=5400, val_per_class=600, test_per_class=1000, widths=(96, 96, 96),
+                     epochs=100, lr=1e-3, batch_size=256, n_snapshots=20, n_cos_inputs=10000,
+                     n_paths_shown=6),
+    },
+    "05": {
+        "quick": dict(n_train=256, widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30,
+                      eval_every=10, n_seeds=3),
+        "full": dict(n_train=1024, widths=(32, 32, 32), epochs=4000, lr=5e-3, n_snapshots=60,
+                     eval_every=10, n_seeds=10),
+    },
+    "06": {
+        "quick": dict(n_train=256, widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30,
+                      eval_every=10, n_seeds=3),
+        "full": dict(n_train=1024, widths=(64, 64, 64), epochs=4000, lr=5e-3, n_snapshots=60,
+                     eval_every=10, n_seeds=10),
+    },
     "07": {
         "quick": dict(fmnist_per_class=500, fmnist_eval_per_class=100, fmnist_widths=(64,) * 4,
                       odt_n_total=8000, odt_widths=(32,) * 4, epochs=20, lr=2e-3, batch_size=128,
@@ -246,5 +273,19 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
                      n_snapshots=20, n_seeds=3),
     },
     # notebook 08 sizes
-    # notebook 09 sizes
+    "09": {
+        # Fashion-MNIST: images per class for training, validation and test (all of them: 5,400 /
+        # 600 / 1,000). odt: n_total points for SD-I, SD-II, SD-III (paper: data.ODT_CONFIGS).
+        # lrs: the learning rates tried, one chosen per (dataset, model) on validation accuracy.
+        # conv_channels: the 5-layer reference conv net for CIFAR-10/100.
+        "quick": dict(seeds=2, lrs=(3e-3,), fmnist_per_class=(100, 100, 100),
+                      fmnist_widths=(64, 64, 64), epochs=15, batch_size=100,
+                      odt_n_totals=(4000, 4000, 4000), odt_widths=(32, 32, 32), odt_epochs=20,
+                      odt_batch_size=200, odt_eval_every=1, n_snapshots=2, conv_channels=(128,) * 5),
+        "full": dict(seeds=3, lrs=(1e-3, 3e-3), fmnist_per_class=(5400, 600, 1000),
+                     fmnist_widths=(128, 128, 128, 128), epochs=50, batch_size=256,
+                     odt_n_totals=(40000, 60000, 100000), odt_widths=(256, 256, 256),
+                     odt_epochs=1500, odt_batch_size=2000, odt_eval_every=10, n_snapshots=2,
+                     conv_channels=(128,) * 5),
+    },
 }

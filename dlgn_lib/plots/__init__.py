@@ -58,3 +58,6 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
 
 use_style()
 from . import hyperplanes  # noqa: E402,F401
+from . import circle  # noqa: E402,F401
+from . import images  # noqa: E402,F401
+from . import planes  # noqa: E402,F401
