@@ -1,0 +1,189 @@
+"""Figures of claim C4 on images: active path regions seen through the images inside them,
+a neuron's saliency maps at several inputs, and the distribution of the gradient-cosine metric.
+
+Maps (hyperplane normals, input gradients) are drawn red for positive and blue for negative
+entries, each scaled by its own largest |entry|; images are drawn in grey. Functions return a
+Figure and never save.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from .. import paths
+from . import MODEL_COLORS, MODEL_NAMES
+
+MAP_CMAP = plt.get_cmap("RdBu_r")
+IMAGE_CMAP = "gray_r"  # Fashion-MNIST: dark garment on a white page
+
+
+def _rows(values) -> np.ndarray:
+    """A tensor or array as a float64 NumPy array (detached, on the CPU)."""
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu()
+    return np.asarray(values, dtype=np.float64)
+
+
+def _check_shape(rows: np.ndarray, image_shape: tuple[int, int], what: str) -> None:
+    if rows.ndim != 2 or rows.shape[1] != math.prod(image_shape):
+        raise ValueError(f"{what} of shape {rows.shape} do not fit image_shape={image_shape}: "
+                         f"need (n, {math.prod(image_shape)})")
+
+
+def _bare(ax) -> None:
+    """No ticks and no frame; axis labels stay usable (unlike ``set_axis_off``)."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+
+def _show_map(ax, vector: np.ndarray, image_shape) -> None:
+    scale = np.abs(vector).max()
+    ax.imshow(vector.reshape(image_shape) / (scale if scale > 0 else 1.0), cmap=MAP_CMAP,
+              vmin=-1, vmax=1, interpolation="nearest")
+    _bare(ax)
+
+
+def _show_image(ax, vector: np.ndarray, image_shape) -> None:
+    ax.imshow(vector.reshape(image_shape), cmap=IMAGE_CMAP, interpolation="nearest")
+    _bare(ax)
+
+
+def path_region_images(model, x: torch.Tensor, path_list: Sequence, image_shape: tuple[int, int] = (28, 28),
+                       *, labels: torch.Tensor | None = None, class_names: Sequence[str] | None = None,
+                       n_images: int = 8) -> plt.Figure:
+    """Active path regions (claim C3/C4) shown through the inputs that fall inside them.
+
+    One row per path: the L half-space normals ``V^ℓ_{i_ℓ}`` of the path's gates as images (the
+    region is the intersection of their half-spaces ``V·x + c ≥ 0``), then ``n_images`` of the inputs
+    of x inside the region (``paths.in_active_path_region``), spread evenly over them in the order
+    of x (all of them when there are fewer).
+
+    Args:
+        model: a DLGN (its effective hyperplanes are global half-spaces).
+        x: (N, h·w) inputs, e.g. the test images.
+        path_list: paths, each one unit index per layer.
+        labels: class index per input, to name the most common classes inside each region.
+        class_names: names of the class indices.
+        n_images: inputs shown per region.
+    """
+    if not path_list:
+        raise ValueError("path_list is empty: give at least one path")
+    if n_images < 1:
+        raise ValueError(f"n_images={n_images!r} must be >= 1")
+    images = _rows(x)
+    _check_shape(images, image_shape, "x")
+    normals = [_rows(V) for V, _ in paths.effective_hyperplanes(model)]
+    depth = len(normals)
+    n_cols = depth + 1 + n_images  # a narrow spacer column between normals and images
+    fig, axes = plt.subplots(len(path_list), n_cols, figsize=(0.95 * (n_cols - 0.7), 1.35 * len(path_list)),
+                             squeeze=False, gridspec_kw={"width_ratios": [1] * depth + [0.3] + [1] * n_images,
+                                                         "hspace": 0.55, "wspace": 0.08})
+    for r, path in enumerate(path_list):
+        inside = paths.in_active_path_region(model, x, path).cpu().numpy()
+        members = np.flatnonzero(inside)
+        if len(members) > n_images:
+            members = members[np.linspace(0, len(members) - 1, n_images).round().astype(int)]
+        n_inside = int(inside.sum())
+        row = axes[r]
+        for layer, unit in enumerate(path):
+            _show_map(row[layer], normals[layer][unit], image_shape)
+            row[layer].set_xlabel(f"ℓ={layer + 1}, unit {unit}", fontsize=7, labelpad=2)
+        row[depth].set_axis_off()
+        for k in range(n_images):
+            ax = row[depth + 1 + k]
+            if k < len(members):
+                _show_image(ax, images[members[k]], image_shape)
+            else:
+                ax.set_axis_off()
+        summary = f"path {tuple(int(i) for i in path)}: {n_inside} of {len(images)} inputs inside"
+        if labels is not None and n_inside:
+            counts = Counter(_rows(labels)[inside].astype(int).tolist()).most_common(3)
+            names = [class_names[c] if class_names is not None else str(c) for c, _ in counts]
+            summary += "; most common: " + ", ".join(f"{name} {n}" for name, (_, n) in zip(names, counts))
+        row[0].set_title(summary, loc="left", fontsize=9, pad=4)
+    fig.text(0.5, 1.0 - 0.25 / fig.get_figheight(),
+             "left: the half-space normals of the path's gates, one per layer · "
+             "right: inputs inside its region, spread over all of them",
+             ha="center", fontsize=9)
+    return fig
+
+
+def saliency_grid(images, rows: Mapping[str, object], image_shape: tuple[int, int] = (28, 28), *,
+                  column_titles: Sequence[str] | None = None, notes: Mapping[str, Sequence[str]] | None = None,
+                  title: str = "") -> plt.Figure:
+    """Inputs in the top row; below, per labelled row, a neuron's saliency map at each input.
+
+    Args:
+        images: (k, h·w) inputs.
+        rows: row label → (k, h·w) maps at those inputs (e.g. ``saliency.input_gradients`` of one
+            neuron), one per input.
+        column_titles: one title per input (e.g. its class).
+        notes: row label → one short text per map, written under it (e.g. "on"/"off").
+    """
+    images = _rows(images)
+    _check_shape(images, image_shape, "images")
+    k = len(images)
+    fig, axes = plt.subplots(1 + len(rows), k, figsize=(1.05 * k + 1.2, 1.3 * (1 + len(rows)) + 0.3),
+                             squeeze=False, constrained_layout=True)
+    for c in range(k):
+        _show_image(axes[0, c], images[c], image_shape)
+        if column_titles is not None:
+            axes[0, c].set_title(column_titles[c], fontsize=8)
+    axes[0, 0].set_ylabel("input", fontsize=9)
+    for r, (label, maps) in enumerate(rows.items(), start=1):
+        maps = _rows(maps)
+        _check_shape(maps, image_shape, f"rows[{label!r}]")
+        if len(maps) != k:
+            raise ValueError(f"rows[{label!r}] has {len(maps)} maps for {k} images")
+        for c in range(k):
+            _show_map(axes[r, c], maps[c], image_shape)
+            if notes is not None and label in notes:
+                axes[r, c].set_xlabel(notes[label][c], fontsize=7, labelpad=2)
+        axes[r, 0].set_ylabel(label, fontsize=9)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def cosine_distributions(table, *, threshold: float | None = None, threshold_label: str = "",
+                         title: str = "") -> plt.Figure:
+    """Per layer, the distribution over neurons of the mean pairwise gradient cosine, one box per model.
+
+    Args:
+        table: rows of ``saliency.cosine_table`` with a ``model`` column (a kind such as "dlgn").
+        threshold: a reference level drawn as a dotted line (e.g. a verdict threshold).
+        threshold_label: its legend entry (default: the number).
+    """
+    kinds = list(dict.fromkeys(table["model"]))
+    layers = sorted(table["layer"].unique())
+    width = 0.8 / len(kinds)
+    rng = np.random.default_rng(0)  # jitter of the dots only
+    fig, ax = plt.subplots(figsize=(1.3 + 1.3 * len(layers) * len(kinds) / 2, 3.0), constrained_layout=True)
+    for j, kind in enumerate(kinds):
+        color = MODEL_COLORS.get(kind, "0.3")
+        for layer in layers:
+            values = table[(table["model"] == kind) & (table["layer"] == layer)]["mean_cos"].dropna().to_numpy()
+            pos = layer + (j - (len(kinds) - 1) / 2) * width
+            ax.boxplot(values, positions=[pos], widths=0.8 * width, showfliers=False, whis=(0, 100),
+                       patch_artist=True, boxprops={"facecolor": "none", "edgecolor": color},
+                       medianprops={"color": color, "linewidth": 2}, whiskerprops={"color": color},
+                       capprops={"color": color})
+            ax.scatter(pos + rng.uniform(-0.3, 0.3, len(values)) * width, values, s=5, color=color,
+                       alpha=0.5, linewidths=0)
+        ax.plot([], [], color=color, linewidth=2, label=MODEL_NAMES.get(kind, kind))
+    if threshold is not None:
+        ax.axhline(threshold, color="0.4", linestyle=":", linewidth=1, label=threshold_label or f"{threshold:g}")
+    ax.set_xticks(layers, [f"layer {layer}" for layer in layers])
+    ax.set_xlim(layers[0] - 0.6, layers[-1] + 0.6)
+    ax.set_ylabel("mean pairwise cosine\nof a neuron's input gradients")
+    ax.legend(loc="lower left", frameon=False)
+    if title:
+        ax.set_title(title)
+    return fig
