@@ -56,7 +56,7 @@ def path_regions(model, chosen, dataset=None, box=BOX, ncols=4, scores=None):
     """Each chosen path's active region ``R_π`` (exact polygon), shaded, with its L boundary lines."""
     n = len(chosen)
     nrows = math.ceil(n / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.7 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 3.0 * nrows), squeeze=False)
     planes = paths.effective_hyperplanes(model)
     for k, ax in enumerate(axes.flat):
         if k >= n:
