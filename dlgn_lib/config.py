@@ -272,7 +272,13 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
                      odt_n_total=40000, odt_widths=(64,) * 6, epochs=100, lr=1e-3, batch_size=256,
                      n_snapshots=20, n_seeds=3),
     },
-    # notebook 08 sizes
+    "08": {
+        # Training runs reuse notebook 06's circle sizes and notebook 07's odt sizes (same configs,
+        # shared cache entries); odt_seeds replaces 07's seed count (3 seeds under both profiles).
+        # n_grid: angles of the θ grid on which gate switches are located.
+        "quick": dict(n_grid=4096, odt_seeds=3),
+        "full": dict(n_grid=16384, odt_seeds=3),
+    },
     "09": {
         # Fashion-MNIST: images per class for training, validation and test (all of them: 5,400 /
         # 600 / 1,000). odt: n_total points for SD-I, SD-II, SD-III (paper: data.ODT_CONFIGS).
