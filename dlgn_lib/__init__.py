@@ -5,6 +5,7 @@ Learning in Neural Networks* (Yadav, Ramaswamy, Lakshminarayanan, arXiv 2404.043
 """
 __version__ = "0.1.0"
 
+import importlib as _importlib
 import os as _os
 
 import torch as _torch
@@ -25,5 +26,21 @@ def _use_threads(value: str) -> int:
 
 _use_threads(_os.environ.get("DLGN_NUM_THREADS", "1"))
 
-from . import circle, clusters, config, data, kernels, locations, models, paths, plots, runs, saliency, tables, train, verdict, widgets  # noqa: F401,E402
-from .plots import save_figure  # noqa: F401,E402
+#: The library's modules, imported on first use (``dl.paths``, ``dl.kernels``, …), so that
+#: ``python -m dlgn_lib.<module>`` runs a module that has not been imported yet.
+MODULES = ("batched", "circle", "clusters", "compare", "config", "data", "kernels", "locations", "models",
+           "paths", "plots", "runs", "saliency", "tables", "train", "verdict", "widgets")
+__all__ = [*MODULES, "save_figure"]
+
+
+def __getattr__(name: str):
+    if name in MODULES:
+        return _importlib.import_module(f"{__name__}.{name}")
+    if name == "save_figure":
+        from .plots import save_figure
+        return save_figure
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *__all__])

@@ -5,6 +5,7 @@ Plot functions live in topic submodules (``dlgn_lib.plots.<topic>``); each retur
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -57,7 +58,12 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
 
 
 use_style()
-from . import hyperplanes  # noqa: E402,F401
-from . import circle  # noqa: E402,F401
-from . import images  # noqa: E402,F401
-from . import planes  # noqa: E402,F401
+
+#: Topic modules of plot functions, imported on first use (``dl.plots.circle``, …).
+TOPICS = ("circle", "hyperplanes", "images", "planes", "regions")
+
+
+def __getattr__(name: str):
+    if name in TOPICS:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
