@@ -193,7 +193,8 @@ class NotebookConfig:
         """A ``RunConfig`` with this profile's training sizes (epochs, lr, batch, snapshots)."""
         base = {k: self.sizes[k] for k in ("epochs", "lr", "batch_size", "n_snapshots", "optimizer",
                                             "weight_decay", "eval_every") if k in self.sizes}
-        base.update(seed=self.seed, **overrides)
+        base["seed"] = self.seed
+        base.update(overrides)
         return RunConfig(data=data, model=model, name=name, **base)
 
     def describe(self) -> str:

@@ -78,6 +78,7 @@ def test_for_notebook_sizes_overrides_and_errors():
     assert cfg.widths == C.NOTEBOOK_SIZES["01"]["quick"]["widths"]
     run = cfg.run(C.DataSpec.make("circle"), C.ModelSpec.make("dlgn", cfg.widths))
     assert run.epochs == 7 and run.seed == 3
+    assert cfg.run(C.DataSpec.make("circle"), C.ModelSpec.make("dlgn", cfg.widths), seed=5).seed == 5
     with pytest.raises(C.ParameterError, match="PROFILE"):
         C.for_notebook("01", "bogus")
     with pytest.raises(C.ParameterError, match="no_such_size"):

@@ -1,0 +1,140 @@
+"""Result tables: a metric over seeds as mean ± std per (row, column), e.g. (dataset, model).
+
+``accuracy_table`` groups runs and summarises a metric; ``format_table`` turns the numbers into
+"0.983 ± 0.012" strings; ``save_table`` writes ``figures/<id>.csv`` (the numbers) and
+``figures/<id>.tex`` (the formatted table). Used for claim C2 (notebook 02) and the benchmark
+table T (notebook 09).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import locations
+from .plots import MODEL_NAMES
+
+STATS = ("mean", "std", "n")
+#: Shortcuts for ``row_key`` / ``col_key``.
+KEYS: dict[str, Callable] = {
+    "model": lambda run: MODEL_NAMES.get(run.config.model.kind, run.config.model.kind),
+    "kind": lambda run: run.config.model.kind,
+    "data": lambda run: run.config.data.name,
+    "seed": lambda run: run.config.seed,
+}
+
+
+def _key_fn(argument: str, key) -> Callable:
+    if callable(key):
+        return key
+    if key in KEYS:
+        return KEYS[key]
+    raise ValueError(f"{argument}={key!r} is not allowed; pass a function run -> label or one of "
+                     f"{sorted(KEYS)}")
+
+
+def run_metric(run, metric: str) -> float:
+    """A run's number by name: a key of ``run.meta`` (e.g. "test_metric_at_best"), else the last
+    value of a history key (e.g. "test_metric")."""
+    if metric in run.meta:
+        return float(run.meta[metric])
+    if metric in run.history:
+        return float(run.history[metric][-1])
+    numeric = sorted(k for k, v in run.meta.items() if isinstance(v, (int, float)))
+    raise ValueError(f"metric={metric!r} is neither in run.meta (numbers: {numeric}) nor in "
+                     f"run.history ({sorted(run.history)})")
+
+
+def accuracy_table(runs: Sequence, row_key, col_key, metric: str = "test_metric_at_best", *,
+                   rows: Sequence | None = None, cols: Sequence | None = None) -> pd.DataFrame:
+    """Mean, standard deviation and count of a metric over the runs of each (row, column) cell.
+
+    Runs sharing a cell are typically the seeds of one (dataset, model). The standard deviation
+    is the sample one (``ddof=1``); NaN for a single run. A cell without runs is NaN with n = 0.
+
+    Args:
+        runs: ``Run`` objects.
+        row_key, col_key: a function ``run -> label``, or a shortcut from ``KEYS`` ("model",
+            "kind", "data", "seed").
+        metric: see :func:`run_metric`; model selection stays on validation when it is
+            "test_metric_at_best" (test accuracy at the best validation epoch).
+        rows, cols: label order (default: order of first appearance). Labels listed here but
+            without runs give empty cells; runs whose labels are not listed are an error.
+
+    Returns:
+        A DataFrame indexed by row label, with columns ``(column label, stat)`` for stat in
+        ``STATS``.
+    """
+    row_fn, col_fn = _key_fn("row_key", row_key), _key_fn("col_key", col_key)
+    values: dict[tuple, list[float]] = {}
+    for run in runs:
+        values.setdefault((row_fn(run), col_fn(run)), []).append(run_metric(run, metric))
+    if not values and rows is None:
+        raise ValueError("runs is empty; pass at least one run (or the rows and cols to show)")
+    row_labels = list(rows) if rows is not None else list(dict.fromkeys(r for r, _ in values))
+    col_labels = list(cols) if cols is not None else list(dict.fromkeys(c for _, c in values))
+    unknown = [cell for cell in values if cell[0] not in row_labels or cell[1] not in col_labels]
+    if unknown:
+        raise ValueError(f"runs with (row, column) labels {unknown} are missing from rows/cols")
+    columns = pd.MultiIndex.from_product([col_labels, STATS], names=[None, "stat"])
+    table = pd.DataFrame(np.nan, index=pd.Index(row_labels), columns=columns)
+    for r in row_labels:
+        for c in col_labels:
+            v = np.asarray(values.get((r, c), []), dtype=np.float64)
+            table.loc[r, (c, "n")] = len(v)
+            if len(v):
+                table.loc[r, (c, "mean")] = v.mean()
+                table.loc[r, (c, "std")] = v.std(ddof=1) if len(v) > 1 else np.nan
+    return table
+
+
+def cell(table: pd.DataFrame, row, col, stat: str = "mean") -> float:
+    """One number of an ``accuracy_table``: ``cell(t, "moons", "DLGN")`` is the mean there."""
+    if stat not in STATS:
+        raise ValueError(f"stat={stat!r} is not allowed; choose one of {list(STATS)}")
+    return float(table.loc[row, (col, stat)])
+
+
+def format_table(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """The table as strings "mean ± std" (just "mean" for one run, "—" for an empty cell)."""
+    cols = list(dict.fromkeys(table.columns.get_level_values(0)))
+
+    def text(row, col):
+        mean, std, n = (table.loc[row, (col, s)] for s in STATS)
+        if n == 0 or np.isnan(mean):
+            return "—"
+        return f"{mean:.{digits}f}" if np.isnan(std) else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+    return pd.DataFrame([[text(r, c) for c in cols] for r in table.index], index=table.index, columns=cols)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def save_table(table: pd.DataFrame, table_id: str, *, digits: int = 3, caption: str = "",
+               verbose: bool = True) -> list[Path]:
+    """Write ``figures/<table_id>.csv`` (mean, std, n per cell, full precision) and
+    ``figures/<table_id>.tex`` (the :func:`format_table` strings as a LaTeX tabular).
+
+    ``table_id`` starts with the notebook id, e.g. "02_accuracy". Returns the written paths.
+    """
+    if not table_id or "/" in table_id or table_id.startswith("."):
+        raise ValueError(f"table_id={table_id!r}: use a plain name such as '02_accuracy'")
+    out_dir = locations.figures_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    flat = table.copy()
+    flat.columns = [f"{col} {stat}" for col, stat in table.columns]
+    csv_path, tex_path = out_dir / f"{table_id}.csv", out_dir / f"{table_id}.tex"
+    _write_atomic(csv_path, flat.to_csv(float_format="%.6g"))
+    latex = format_table(table, digits).to_latex(caption=caption or None, escape=True)
+    _write_atomic(tex_path, latex.replace("±", r"$\pm$").replace("—", "--"))
+    written = [csv_path, tex_path]
+    if verbose:
+        print("saved " + ", ".join(locations.display_path(p) for p in written))
+    return written
