@@ -27,6 +27,7 @@ import torch
 
 from . import __version__, locations
 from .config import RunConfig
+from .batched import train_seeds
 from .train import Run, train
 
 FORMAT = 1
@@ -114,35 +115,93 @@ def load(config: RunConfig) -> Run:
                json.loads(payload["meta"]))
 
 
+def _cached(config: RunConfig, say) -> Run | None:
+    """The verified entry of a config (saying "loaded run …"), or None; a corrupt entry is
+    reported and moved aside. Call with the config's lock held."""
+    folder = entry_dir(config)
+    try:
+        run = load(config)
+        say(f"loaded run {config.label()} [{folder.name[:12]}]")
+        return run
+    except FileNotFoundError:
+        return None
+    except CorruptEntry as exc:
+        print(f"cache entry {locations.display_path(folder)} is corrupt: {exc}; retraining",
+              file=sys.stderr, flush=True)
+        _discard(folder)
+        return None
+
+
+def _speaker(verbose: bool):
+    def say(msg):
+        if verbose:
+            print(msg, flush=True)
+    return say
+
+
 def get_or_train(config: RunConfig, *, device=None, progress: bool | None = None, verbose: bool = True) -> Run:
     """The run of a config: loaded from the cache when a valid entry exists, else trained and saved.
 
     Prints "loaded run …" or "training …" (with seconds), and reports a corrupt entry before
     retraining it.
     """
-    def say(msg):
-        if verbose:
-            print(msg, flush=True)
-
-    folder = entry_dir(config)
+    say = _speaker(verbose)
     with _lock(config):
-        try:
-            run = load(config)
-            say(f"loaded run {config.label()} [{folder.name[:12]}]")
+        run = _cached(config, say)
+        if run is not None:
             return run
-        except FileNotFoundError:
-            pass
-        except CorruptEntry as exc:
-            print(f"cache entry {locations.display_path(folder)} is corrupt: {exc}; retraining",
-                  file=sys.stderr, flush=True)
-            _discard(folder)
-        say(f"training {config.label()} [{folder.name[:12]}] for {config.epochs} epochs")
+        say(f"training {config.label()} [{entry_dir(config).name[:12]}] for {config.epochs} epochs")
         run = train(config, device=device, progress=progress)
         save(run)
         say(f"trained {config.label()} in {run.meta['seconds']:.1f} s")
         return run
 
 
-def get_or_train_many(configs, **kwargs) -> list[Run]:
-    """``get_or_train`` for each config, in order."""
-    return [get_or_train(c, **kwargs) for c in configs]
+def _get_or_train_seeds(configs: list[RunConfig], *, device, progress, verbose) -> list[Run]:
+    """``get_or_train`` for configs that differ only in seed: the missing ones train together.
+
+    The locks of all configs are held (taken in key order, so two processes cannot deadlock)
+    while the cache is re-checked and the missing seeds are trained by ``batched.train_seeds``
+    (SPEC §6) and saved, one entry per seed.
+    """
+    say = _speaker(verbose)
+    with contextlib.ExitStack() as locks:
+        for config in sorted(configs, key=RunConfig.key):
+            locks.enter_context(_lock(config))
+        found = {c.key(): _cached(c, say) for c in configs}
+        missing = [c for c in configs if found[c.key()] is None]
+        for config in missing:
+            say(f"training {config.label()} [{entry_dir(config).name[:12]}] for {config.epochs} epochs")
+        if len(missing) > 1:
+            trained = train_seeds(missing, device=device, progress=progress)
+        else:   # none or one: nothing to vectorise
+            trained = [train(c, device=device, progress=progress) for c in missing]
+        for run in trained:
+            save(run)
+            found[run.config.key()] = run
+            say(f"trained {run.config.label()} in {run.meta['seconds']:.1f} s")
+    return [found[c.key()] for c in configs]
+
+
+def get_or_train_many(configs, *, device=None, progress: bool | None = None,
+                      verbose: bool = True) -> list[Run]:
+    """``get_or_train`` for each config; returns the runs in the order of ``configs``.
+
+    Configs equal in everything but ``seed`` form a group: its configs missing from the cache
+    are trained at once, vectorised over seeds (``batched.train_seeds``, SPEC §6), and saved one
+    entry per seed. Each config prints the same "loaded run …" / "training …" lines as with
+    ``get_or_train``. A config listed twice is looked up once.
+    """
+    configs = list(configs)
+    groups: dict[str, dict[str, RunConfig]] = {}
+    for config in configs:
+        groups.setdefault(config.replace(seed=0).key(), {}).setdefault(config.key(), config)
+    found: dict[str, Run] = {}
+    for group in groups.values():
+        members = list(group.values())
+        if len(members) == 1:
+            got = [get_or_train(members[0], device=device, progress=progress, verbose=verbose)]
+        else:
+            got = _get_or_train_seeds(members, device=device, progress=progress, verbose=verbose)
+        found.update((c.key(), run) for c, run in zip(members, got))
+    return [found[c.key()] for c in configs]

@@ -65,11 +65,13 @@ def metric_name(task: str) -> str:
     return "r2" if task == "regression" else "accuracy"
 
 
-def make_optimizer(config: RunConfig, params) -> torch.optim.Optimizer:
+def make_optimizer(config: RunConfig, params, **options) -> torch.optim.Optimizer:
+    """The config's optimiser over the trainable ``params``; ``options`` (e.g. ``fused=True``) go
+    to the torch optimiser and change how, not what, it computes."""
     params = [p for p in params if p.requires_grad]
     if config.optimizer == "adam":
-        return torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
-    return torch.optim.SGD(params, lr=config.lr, momentum=0.9, weight_decay=config.weight_decay)
+        return torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay, **options)
+    return torch.optim.SGD(params, lr=config.lr, momentum=0.9, weight_decay=config.weight_decay, **options)
 
 
 def _cpu_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -124,6 +126,48 @@ def _batches(n: int, batch_size: int | None, generator: torch.Generator):
     return list(order.split(batch_size))
 
 
+def evaluation_row(model: torch.nn.Module, splits: dict, task: str) -> torch.Tensor:
+    """Loss and metric of the model on each split (``SPLITS`` order, 6 values), on the CPU.
+
+    Args:
+        splits: split name → (inputs, targets) on the model's device.
+    """
+    with torch.no_grad():
+        row = []
+        for s in SPLITS:
+            x, y = splits[s]
+            out = model(x)
+            row += [task_loss(out, y, task), task_metric(out, y, task)]
+        return torch.stack(row).cpu()
+
+
+def history_and_meta(table: list[list[float]], evaluated: list[int], best_val: float, best_epoch: int,
+                     ds: data.Dataset, device: torch.device, model: torch.nn.Module,
+                     seconds: float) -> tuple[dict[str, list[float]], dict]:
+    """A run's ``history`` and ``meta`` from its evaluation table (shared with ``batched``).
+
+    Args:
+        table: one row per evaluation, (loss, metric) for each split in ``SPLITS`` order.
+        evaluated: the epoch of each row.
+        best_val, best_epoch: the best validation metric and its epoch.
+        model: a model of the run (for parameter counts).
+    """
+    history = {"epoch": [float(e) for e in evaluated]}
+    for j, s in enumerate(SPLITS):
+        history[f"{s}_loss"] = [r[2 * j] for r in table]
+        history[f"{s}_metric"] = [r[2 * j + 1] for r in table]
+    best_row = table[evaluated.index(best_epoch)]
+    meta = {
+        "versions": {"dlgn_lib": __version__, "torch": torch.__version__, "numpy": np.__version__,
+                     "python": platform.python_version()},
+        "device": str(device), "seconds": seconds, "data_source": ds.source, "task": ds.task,
+        "metric": metric_name(ds.task), "n_params": sum(p.numel() for p in model.parameters()),
+        "n_trainable": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "best_epoch": best_epoch, "best_val_metric": best_val, "test_metric_at_best": best_row[5],
+    }
+    return history, meta
+
+
 def train(config: RunConfig, *, device=None, progress: bool | None = None,
           dataset: data.Dataset | None = None) -> Run:
     """Train one model from its config (seeded, device-agnostic) and return the ``Run``.
@@ -149,13 +193,7 @@ def train(config: RunConfig, *, device=None, progress: bool | None = None,
 
     def evaluate(epoch: int):
         nonlocal best
-        with torch.no_grad():
-            row = []
-            for s in SPLITS:
-                x, y = splits[s]
-                out = model(x)
-                row += [task_loss(out, y, ds.task), task_metric(out, y, ds.task)]
-            row = torch.stack(row).cpu()
+        row = evaluation_row(model, splits, ds.task)
         records.append(row)
         evaluated.append(epoch)
         if row[3].item() > best[0]:  # validation metric
@@ -180,18 +218,6 @@ def train(config: RunConfig, *, device=None, progress: bool | None = None,
     seconds = time.perf_counter() - start
 
     table = torch.stack(records).tolist()
-    history = {"epoch": [float(e) for e in evaluated]}
-    for j, s in enumerate(SPLITS):
-        history[f"{s}_loss"] = [r[2 * j] for r in table]
-        history[f"{s}_metric"] = [r[2 * j + 1] for r in table]
     best_val, best_epoch, best_state = best
-    best_row = table[evaluated.index(best_epoch)]
-    meta = {
-        "versions": {"dlgn_lib": __version__, "torch": torch.__version__, "numpy": np.__version__,
-                     "python": platform.python_version()},
-        "device": str(device), "seconds": seconds, "data_source": ds.source, "task": ds.task,
-        "metric": metric_name(ds.task), "n_params": sum(p.numel() for p in model.parameters()),
-        "n_trainable": sum(p.numel() for p in model.parameters() if p.requires_grad),
-        "best_epoch": best_epoch, "best_val_metric": best_val, "test_metric_at_best": best_row[5],
-    }
+    history, meta = history_and_meta(table, evaluated, best_val, best_epoch, ds, device, model, seconds)
     return Run(config, history, snapshots, best_state, meta)

@@ -1,0 +1,332 @@
+"""Performance benchmarks of SPEC §6: ``python -m dlgn_lib.bench [--quick] [--series]``.
+
+Each row is a ratio of two timings taken in this one process. The timings are interleaved repeat
+by repeat (and their order reversed every other repeat), so a change in machine load hits both
+sides of a ratio; the table shows the median ratio over repeats and its range. FLOP counts are
+the matrix-multiply FLOPs actually executed (``torch.utils.flop_counter``), compared with the
+float32 matrix-multiply rate measured on the spot.
+
+Rows: DLGN and DLGN-SF training step against a ReLU step (fully connected, Fashion-MNIST shapes);
+16 seeds trained together (``batched.train_seeds``) against one by one (``train.train``); the
+overlap kernel's FLOP rate; the training steps' FLOP rate; and, with ``--series``, the wall time
+of the whole quick series from a cold and from a warm run cache. The table is saved to
+``<build dir>/bench.txt``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from . import batched, kernels, locations, models, train
+from .config import DataSpec, ModelSpec, RunConfig
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Problem sizes of one bench mode; the defaults are SPEC §6's."""
+    fc_in: int = 784                       # Fashion-MNIST, flattened
+    fc_widths: tuple[int, ...] = (128,) * 4
+    fc_classes: int = 10
+    batch: int = 256
+    steps: int = 50                        # training steps per timing
+    n_seeds: int = 16
+    seed_widths: tuple[int, ...] = (16, 16, 16)
+    seed_epochs: int = 200
+    seed_n_train: int = 256                # circle data as in notebook 05
+    seed_n_eval: int | None = None         # validation and test points; None: the circle defaults
+    seed_eval_every: int = 10              # as in notebook 05
+    kernel_n: int = 10_000
+    kernel_layers: int = 4
+    kernel_width: int = 128
+    matmul_n: int = 4096
+    repeats: int = 5
+    targets_apply: bool = True             # False at toy sizes: the targets are for SPEC's sizes
+
+    def seed_configs(self) -> list[RunConfig]:
+        n_eval = self.seed_n_eval
+        eval_sizes = {} if n_eval is None else {"n_val": n_eval, "n_test": n_eval}
+        data = DataSpec.make("circle", target="steps", n_train=self.seed_n_train, **eval_sizes)
+        base = RunConfig(data, ModelSpec.make("dlgn", self.seed_widths), epochs=self.seed_epochs,
+                         eval_every=self.seed_eval_every, n_snapshots=30)
+        return [base.replace(seed=s) for s in range(self.n_seeds)]
+
+
+MODES = {
+    "default": Sizes(),
+    "quick": Sizes(steps=20, repeats=3),
+    # Smoke test of the machinery (tests/test_bench.py): toy sizes, one repeat.
+    "tiny": Sizes(fc_in=12, fc_widths=(8, 8), fc_classes=3, batch=16, steps=2, n_seeds=2, seed_widths=(4, 4),
+                  seed_epochs=3, seed_n_train=16, seed_n_eval=16, seed_eval_every=1, kernel_n=64,
+                  kernel_layers=2, kernel_width=8, matmul_n=64, repeats=1, targets_apply=False),
+}
+SERIES_TARGETS = {"cold": 600.0, "warm": 120.0}   # seconds, SPEC §6
+
+
+@dataclass(frozen=True)
+class Row:
+    """One table row: the per-repeat values, their unit, and the target (None: no target)."""
+    name: str
+    values: tuple[float, ...]
+    target: tuple[str, float] | None = None        # ("<=" or ">=", bound)
+    unit: str = "×"
+    note: str = ""
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values) if self.values else float("nan")
+
+    def met(self, targets_apply: bool = True) -> str:
+        if self.target is None or not self.values or not targets_apply:
+            return "—"
+        op, bound = self.target
+        ok = self.median <= bound if op == "<=" else self.median >= bound
+        return "yes" if ok else "NO"
+
+
+# --------------------------------------------------------------------------- measurements
+
+def _timer(device: torch.device):
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+    def timed(fn) -> float:
+        sync()
+        start = time.perf_counter()
+        fn()
+        sync()
+        return time.perf_counter() - start
+    return timed
+
+
+def matmul_flops(fn) -> int:
+    """Matrix-multiply FLOPs that ``fn()`` executes (forward and backward), counted by torch."""
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
+
+
+def fc_training_step(kind: str, sizes: Sizes, device: torch.device, seed: int = 0):
+    """One Adam training step of a fully connected model on a fixed random batch, as a closure."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = models.build_model(kind, sizes.fc_in, sizes.fc_widths, sizes.fc_classes).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(sizes.batch, sizes.fc_in, generator=generator).to(device)
+    y = torch.randint(sizes.fc_classes, (sizes.batch,), generator=generator).to(device)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        train.task_loss(model(x), y, "multiclass").backward()
+        opt.step()
+    return step
+
+
+def measure(sizes: Sizes, device: torch.device, say=print) -> tuple[list[Row], list[str]]:
+    """Run the cheap benchmarks; returns the table rows and reference lines (absolute numbers)."""
+    timed = _timer(device)
+    generator = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(sizes.matmul_n, sizes.matmul_n, generator=generator).to(device) for _ in range(2))
+    steps = {kind: fc_training_step(kind, sizes, device) for kind in ("relu", "dlgn", "dlgn_sf")}
+    gates = [(torch.rand(sizes.kernel_n, sizes.kernel_width, generator=generator) < 0.5).float().to(device)
+             for _ in range(sizes.kernel_layers)]
+    configs = sizes.seed_configs()
+    dataset = train.load_dataset(configs[0].data)
+
+    def run_steps(step):
+        return lambda: [step() for _ in range(sizes.steps)]
+
+    jobs = {
+        "matmul": lambda: a @ b,
+        **{kind: run_steps(step) for kind, step in steps.items()},
+        "kernel": lambda: kernels.overlap_kernel(gates),
+        "sequential": lambda: [train.train(c, device=device, progress=False, dataset=dataset)
+                               for c in configs],
+        "batched": lambda: batched.train_seeds(configs, device=device, progress=False, dataset=dataset),
+    }
+    # Warm-up runs, which also count the FLOPs.
+    flops = {"matmul": 2 * sizes.matmul_n ** 3, "kernel": matmul_flops(jobs["kernel"])}
+    flops.update({kind: matmul_flops(step) for kind, step in steps.items()})
+    for name in ("relu", "dlgn", "dlgn_sf"):
+        jobs[name]()
+    batched.train_seeds(configs[:2], device=device, progress=False, dataset=dataset)
+
+    times: dict[str, list[float]] = {name: [] for name in jobs}
+    for r in range(sizes.repeats):
+        order = list(jobs) if r % 2 == 0 else list(reversed(jobs))
+        for name in order:
+            times[name].append(timed(jobs[name]))
+        say(f"  repeat {r + 1}/{sizes.repeats}: " + ", ".join(f"{n} {times[n][-1]:.3g} s" for n in jobs))
+
+    def per_repeat(fn) -> tuple[float, ...]:
+        return tuple(fn(r) for r in range(sizes.repeats))
+
+    def rate(name: str, r: int, count: int = 1) -> float:
+        return count * flops[name] / times[name][r]
+
+    fc = f"FC {'→'.join(map(str, (sizes.fc_in, *sizes.fc_widths, sizes.fc_classes)))}, batch {sizes.batch}"
+    seeds = (f"circle DLGN {'-'.join(map(str, sizes.seed_widths))}, {sizes.seed_epochs} epochs full batch, "
+             f"eval every {sizes.seed_eval_every}")
+    kernel = f"N={sizes.kernel_n:,}, L={sizes.kernel_layers}, m={sizes.kernel_width}, hard gates"
+    rows = [
+        Row(f"DLGN step / ReLU step ({fc}, Adam)", per_repeat(lambda r: times["dlgn"][r] / times["relu"][r]),
+            ("<=", 1.6)),
+        Row("DLGN-SF step / ReLU step (same)", per_repeat(lambda r: times["dlgn_sf"][r] / times["relu"][r]),
+            ("<=", 1.6)),
+        Row(f"{sizes.n_seeds} seeds one by one / batched ({seeds})",
+            per_repeat(lambda r: times["sequential"][r] / times["batched"][r]), (">=", 5.0)),
+        Row(f"overlap kernel FLOP/s / matmul FLOP/s ({kernel})",
+            per_repeat(lambda r: rate("kernel", r) / rate("matmul", r)), (">=", 0.5)),
+        Row("training FLOP/s / matmul FLOP/s, ReLU step",
+            per_repeat(lambda r: rate("relu", r, sizes.steps) / rate("matmul", r))),
+        Row("training FLOP/s / matmul FLOP/s, DLGN step",
+            per_repeat(lambda r: rate("dlgn", r, sizes.steps) / rate("matmul", r))),
+    ]
+    med = {name: statistics.median(t) for name, t in times.items()}
+    reference = [
+        f"matmul {sizes.matmul_n}² float32: {flops['matmul'] / med['matmul'] / 1e9:.1f} GFLOP/s (median)",
+        "matmul FLOPs per training step (forward + backward): "
+        + ", ".join(f"{k} {flops[k] / 1e6:.3g} M ({flops[k] / flops['relu']:.2f}× ReLU)" for k in steps),
+        "time per training step: " + ", ".join(f"{k} {med[k] / sizes.steps * 1e3:.2f} ms" for k in steps),
+        f"{sizes.n_seeds} seeds: one by one {med['sequential']:.2f} s, batched {med['batched']:.2f} s; "
+        f"overlap kernel {med['kernel']:.2f} s ({flops['kernel'] / 1e9:.1f} GFLOP executed)",
+    ]
+    return rows, reference
+
+
+def series_rows(say=print) -> list[Row]:
+    """Wall time of ``python -m dlgn_lib.series run`` from a fresh run cache, then again (warm).
+
+    Runs, figures and executed notebooks go to a temporary folder; prepared data is reused. Each
+    run's output (its per-notebook times) is kept in ``<build dir>/bench_series_<cold|warm>.log``.
+    """
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="dlgn-bench-") as tmp:
+        env = {**os.environ, "DLGN_RUNS_DIR": f"{tmp}/runs", "DLGN_FIGURES_DIR": f"{tmp}/figures",
+               "DLGN_BUILD_DIR": f"{tmp}/build", "DLGN_QUIET": "1"}
+        for state in ("cold", "warm"):
+            say(f"  series, {state} run cache …")
+            start = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "dlgn_lib.series", "run", "--profile", "quick"],
+                                  cwd=locations.REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+            seconds = time.perf_counter() - start
+            log = locations.build_dir() / f"bench_series_{state}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(done.stdout)
+            note = "" if done.returncode == 0 else f"series exited {done.returncode}: {done.stdout[-300:]!r}"
+            rows.append(Row(f"quick series wall time, {state} run cache", (seconds,),
+                            ("<=", SERIES_TARGETS[state]), unit=" s", note=note))
+    return rows
+
+
+# --------------------------------------------------------------------------- report
+
+def load_average() -> str:
+    """The 1, 5 and 15 min load averages: on a shared machine they say how loaded it was."""
+    return ", ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+
+
+def machine_lines(device: torch.device) -> list[str]:
+    """Torch version, threads, BLAS, CPU and load: what the numbers depend on."""
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=(\w+)", config)
+    capability = re.search(r"CPU capability usage: (\w+)", config)
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    env = ", ".join(f"{k}={os.environ[k]}" for k in ("DLGN_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+                    if k in os.environ)
+    lines = [
+        f"torch {torch.__version__}, python {platform.python_version()}, device {device}"
+        + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""),
+        f"torch threads {torch.get_num_threads()} (inter-op {torch.get_num_interop_threads()})"
+        + (f", {env}" if env else "") + f"; BLAS {blas.group(1) if blas else 'unknown'}, "
+        f"MKL {'yes' if torch.backends.mkl.is_available() else 'no'}, "
+        f"CPU capability {capability.group(1) if capability else 'unknown'}",
+        f"CPU {cpu}, {os.cpu_count()} logical cores; load average (1, 5, 15 min) {load_average()}",
+    ]
+    return lines
+
+
+def format_table(rows: list[Row], targets_apply: bool = True) -> str:
+    """The rows as a fixed-width text table: median, [min – max], target, met."""
+    def num(v: float, unit: str) -> str:
+        return f"{v:.0f}{unit}" if unit == " s" else f"{v:.3g}{unit}"
+
+    header = ("benchmark", "median", "[min – max]", "target", "met")
+    lines = []
+    for row in rows:
+        if row.values:
+            spread = f"[{num(min(row.values), row.unit)} – {num(max(row.values), row.unit)}]" \
+                if len(row.values) > 1 else "(1 run)"
+            median = num(row.median, row.unit)
+        else:
+            median, spread = "not run", row.note
+        target = "—" if row.target is None else \
+            f"{'≤' if row.target[0] == '<=' else '≥'} {num(row.target[1], row.unit)}"
+        lines.append((row.name, median, spread, target, row.met(targets_apply)))
+    widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
+    out = ["  ".join(cell.ljust(w) for cell, w in zip(header, widths)).rstrip(),
+           "  ".join("-" * w for w in widths)]
+    out += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in lines]
+    out += [f"note: {row.name}: {row.note}" for row in rows if row.values and row.note]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m dlgn_lib.bench [--quick | --tiny] [--series] [--device D]``.
+
+    Torch runs on ``DLGN_NUM_THREADS`` threads (default 1, see ``dlgn_lib``), as in the series.
+    """
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.bench", description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="3 repeats and fewer steps (same sizes)")
+    mode.add_argument("--tiny", action="store_true", help="toy sizes, 1 repeat: checks the machinery only")
+    parser.add_argument("--series", action="store_true",
+                        help="also time the whole quick series, cold and warm run cache (about 10 min)")
+    parser.add_argument("--device", default=None, help="torch device (default: CUDA when present, else CPU)")
+    args = parser.parse_args(argv)
+    name = "tiny" if args.tiny else "quick" if args.quick else "default"
+    sizes = MODES[name]
+    device = torch.device(args.device) if args.device else models.default_device()
+
+    command = " ".join(["python -m dlgn_lib.bench", *(argv if argv is not None else sys.argv[1:])])
+    head = [f"dlgn-halfspace benchmarks (SPEC §6): {command}", *machine_lines(device),
+            f"mode {name}: {sizes.repeats} repeat(s); each ratio is measured within this process, "
+            "interleaved; median [min – max] over repeats"]
+    if not sizes.targets_apply:
+        head.append("toy sizes: the targets are for SPEC §6's sizes and are not judged here")
+    print("\n".join(head), flush=True)
+    rows, reference = measure(sizes, device)
+    if args.series:
+        rows += series_rows()
+    else:
+        rows += [Row(f"quick series wall time, {state} run cache", (), ("<=", t), unit=" s",
+                     note="add --series (runs the series twice)") for state, t in SERIES_TARGETS.items()]
+    text = "\n".join([*head, "", format_table(rows, sizes.targets_apply), "", *reference,
+                      f"load average at the end: {load_average()}"])
+    print("\n" + "\n".join(text.split("\n")[len(head):]))
+    out = locations.build_dir() / "bench.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n")
+    print(f"saved {locations.display_path(out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The benchmark runs end to end at toy sizes and writes a complete table (not a timed test)."""
+import math
+import re
+
+import pytest
+
+from dlgn_lib import bench
+
+CHEAP_ROWS = ("DLGN step / ReLU step", "DLGN-SF step / ReLU step", "2 seeds one by one / batched",
+              "overlap kernel FLOP/s / matmul FLOP/s", "training FLOP/s / matmul FLOP/s, ReLU step",
+              "training FLOP/s / matmul FLOP/s, DLGN step")
+SERIES_ROWS = ("quick series wall time, cold run cache", "quick series wall time, warm run cache")
+
+
+@pytest.fixture()
+def build_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLGN_BUILD_DIR", str(tmp_path / "build"))
+    monkeypatch.setenv("DLGN_RUNS_DIR", str(tmp_path / "runs"))
+    return tmp_path / "build"
+
+
+def test_tiny_bench_writes_every_row_with_a_finite_ratio(build_dir, capsys):
+    assert bench.main(["--tiny"]) == 0
+    printed = capsys.readouterr().out
+    text = (build_dir / "bench.txt").read_text()
+    assert "torch threads" in text and "BLAS" in text and "targets are for SPEC" in text
+    lines = text.splitlines()
+    for name in CHEAP_ROWS:
+        [line] = [ln for ln in lines if ln.startswith(name)]
+        value = float(re.split(r"\s{2,}", line)[1].rstrip("×"))   # cells: name, median, …
+        assert math.isfinite(value) and value > 0, line
+        assert line in printed
+    for name in SERIES_ROWS:
+        [line] = [ln for ln in lines if ln.startswith(name)]
+        assert "not run" in line and "--series" in line
+
+
+def test_row_judges_its_target_on_the_median():
+    row = bench.Row("r", (1.0, 2.0, 9.0), ("<=", 1.6))
+    assert row.median == 2.0 and row.met() == "NO" and row.met(targets_apply=False) == "—"
+    assert bench.Row("r", (6.0, 4.0, 5.5), (">=", 5.0)).met() == "yes"
+    table = bench.format_table([row, bench.Row("no target", (0.5,))])
+    assert "≤ 1.6×" in table and "[1× – 9×]" in table and "(1 run)" in table
