@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .models import MODEL_KINDS
+from .models import RUN_KINDS
 
 #: Bump when a change to models, data or training alters what a given config produces: old cache
 #: entries then stop matching instead of being reused.
@@ -59,15 +59,15 @@ class DataSpec:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model by kind (``models.MODEL_KINDS``), hidden widths and options such as β or gate biases."""
+    """A model by kind (``models.RUN_KINDS``), hidden widths (conv: channels) and options such as β."""
     kind: str
     widths: tuple[int, ...]
     options: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def make(cls, kind: str, widths, **options) -> "ModelSpec":
-        if kind not in MODEL_KINDS:
-            raise ParameterError(f"model kind={kind!r} is not allowed; choose one of {list(MODEL_KINDS)}")
+        if kind not in RUN_KINDS:
+            raise ParameterError(f"model kind={kind!r} is not allowed; choose one of {list(RUN_KINDS)}")
         return cls(kind, tuple(int(m) for m in widths), _freeze(options))
 
     def kwargs(self) -> dict:

@@ -278,6 +278,8 @@ def build_model(kind: str, in_dim: int, widths: Sequence[int], out_dim: int = 1,
 # --------------------------------------------------------------------------- conv models (CIFAR)
 
 CONV_KINDS = ("relu", "dlgn", "dlgn_frozen")
+#: Every kind a run config may name: the fully connected kinds, and "conv_<kind>" for conv nets.
+RUN_KINDS = MODEL_KINDS + tuple(f"conv_{k}" for k in CONV_KINDS)
 
 
 class ConvDLGN(nn.Module):

@@ -21,6 +21,7 @@ from . import __version__, data, models
 from .config import RunConfig, snapshot_epochs
 
 SPLITS = ("train", "val", "test")
+EVAL_CHUNK = 8192  # evaluation batch for splits larger than this
 
 
 def quiet() -> bool:
@@ -35,11 +36,18 @@ def load_dataset(spec) -> data.Dataset:
 
 
 def make_model(config: RunConfig, dataset: data.Dataset) -> torch.nn.Module:
-    """The untrained model of a config, initialised from ``config.seed`` (global RNG untouched)."""
+    """The untrained model of a config, initialised from ``config.seed`` (global RNG untouched).
+
+    Fully connected kinds read flattened inputs; "conv_<kind>" builds ``models.build_conv_model``
+    for image inputs (N, C, H, W), its widths being the channels of each layer.
+    """
+    kind, widths, options = config.model.kind, config.model.widths, config.model.kwargs()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        return models.build_model(config.model.kind, dataset.in_dim, config.model.widths,
-                                  dataset.out_dim, **config.model.kwargs())
+        if kind.startswith("conv_"):
+            return models.build_conv_model(kind[len("conv_"):], dataset.x_train.shape[1], widths,
+                                           dataset.out_dim, **options)
+        return models.build_model(kind, dataset.in_dim, widths, dataset.out_dim, **options)
 
 
 def task_loss(output: torch.Tensor, y: torch.Tensor, task: str) -> torch.Tensor:
@@ -136,7 +144,8 @@ def evaluation_row(model: torch.nn.Module, splits: dict, task: str) -> torch.Ten
         row = []
         for s in SPLITS:
             x, y = splits[s]
-            out = model(x)
+            # Large splits (full-size images) go through in chunks so activations fit in memory.
+            out = model(x) if len(x) <= EVAL_CHUNK else torch.cat([model(c) for c in x.split(EVAL_CHUNK)])
             row += [task_loss(out, y, task), task_metric(out, y, task)]
         return torch.stack(row).cpu()
 
