@@ -702,12 +702,14 @@ CIFAR_VAL_SIZE = 5000
 
 
 def cifar_dataset_from_arrays(images, labels, test_images, test_labels, name: str = "cifar10",
-                              n_val: int = CIFAR_VAL_SIZE, source: str = "arrays") -> Dataset:
+                              n_val: int = CIFAR_VAL_SIZE, source: str = "arrays", *,
+                              n_train: int | None = None, n_test: int | None = None) -> Dataset:
     """A CIFAR Dataset from uint8 NHWC image arrays and integer labels.
 
-    The last ``n_val`` training images (file order) become the validation set. Images become
-    float32 (N, 3, H, W), normalised per channel with the mean and standard deviation of the
-    remaining training images (kept in ``meta``).
+    The last ``n_val`` training images (file order) become the validation set; the first
+    ``n_train`` of the rest the training set (all of them when None), and the first ``n_test``
+    test images the test set (all when None). Images become float32 (N, 3, H, W), normalised per
+    channel with the mean and standard deviation of the training images used (kept in ``meta``).
     """
     _check_choice("name", name, CIFAR_CLASSES)
     images, test_images = np.asarray(images), np.asarray(test_images)
@@ -727,7 +729,16 @@ def cifar_dataset_from_arrays(images, labels, test_images, test_labels, name: st
     _check_positive_int("n_val", n_val)
     if n_val >= len(images):
         raise ValueError(f"n_val={n_val} leaves no training images out of {len(images)}")
-    n_train = len(images) - n_val
+    n_rest = len(images) - n_val
+    for argument, value, available in (("n_train", n_train, n_rest), ("n_test", n_test, len(test_images))):
+        if value is not None:
+            _check_positive_int(argument, value)
+            if value > available:
+                raise ValueError(f"{argument}={value} is more than the {available} images available")
+    val_images, val_labels = images[n_rest:], labels[n_rest:]
+    n_train = n_rest if n_train is None else n_train
+    n_test = len(test_images) if n_test is None else n_test
+    test_images, test_labels = test_images[:n_test], test_labels[:n_test]
     scaled = images[:n_train].astype(np.float64) / 255.0
     mean, std = scaled.mean(axis=(0, 1, 2)), scaled.std(axis=(0, 1, 2))
 
@@ -736,16 +747,18 @@ def cifar_dataset_from_arrays(images, labels, test_images, test_labels, name: st
         return torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
 
     parts = {"x_train": to_tensor(images[:n_train]), "y_train": torch.from_numpy(labels[:n_train]),
-             "x_val": to_tensor(images[n_train:]), "y_val": torch.from_numpy(labels[n_train:]),
+             "x_val": to_tensor(val_images), "y_val": torch.from_numpy(val_labels),
              "x_test": to_tensor(test_images), "y_test": torch.from_numpy(test_labels)}
     meta = {"mean": mean.tolist(), "std": std.tolist(),
-            "val_rule": f"validation = last {n_val} official training images"}
+            "val_rule": f"validation = last {n_val} official training images",
+            "split": f"train = first {n_train:,} official training images, test = first {n_test:,} "
+                     f"official test images"}
     return Dataset(name=name, task="multiclass", n_classes=n_classes, source=source, meta=meta,
                    **parts)
 
 
-def cifar(name: str = "cifar10", root: Path | str | None = None,
-          download: bool = False) -> Dataset:
+def cifar(name: str = "cifar10", root: Path | str | None = None, download: bool = False, *,
+          n_train: int | None = None, n_val: int = CIFAR_VAL_SIZE, n_test: int | None = None) -> Dataset:
     """CIFAR-10/100 through torchvision (SPEC §3; table T), split as in
     :func:`cifar_dataset_from_arrays`.
 
@@ -753,6 +766,7 @@ def cifar(name: str = "cifar10", root: Path | str | None = None,
         root: folder of torchvision's files; default ``<data dir>/raw``.
         download: let torchvision download when the files are missing (checked for
             reachability first, so an offline machine fails fast).
+        n_train, n_val, n_test: sizes of the splits (None: all the images there are).
 
     Raises:
         DatasetNotAvailable: the files are missing and cannot be downloaded.
@@ -774,7 +788,8 @@ def cifar(name: str = "cifar10", root: Path | str | None = None,
             f"torchvision's '{kind.base_folder}' folder into {locations.display_path(root)}."
         ) from None
     return cifar_dataset_from_arrays(sets[True].data, sets[True].targets, sets[False].data,
-                                     sets[False].targets, name=name, source="torchvision")
+                                     sets[False].targets, name=name, source="torchvision",
+                                     n_train=n_train, n_val=n_val, n_test=n_test)
 
 
 # --------------------------------------------------------------------------------------------

@@ -91,6 +91,31 @@ def accuracy_table(runs: Sequence, row_key, col_key, metric: str = "test_metric_
     return table
 
 
+def select_on_validation(runs: Sequence, group_key, metric: str = "best_val_metric",
+                         choice: Callable = lambda run: run.config.lr) -> tuple[list, dict]:
+    """Choose one hyperparameter value per group by mean validation metric over its runs.
+
+    Runs are grouped by ``group_key`` (e.g. (data set, model)); within a group, by the value of
+    ``choice`` (default: the learning rate), whose runs are typically the seeds. The value with
+    the highest mean ``metric`` (see :func:`run_metric`; by default the best validation metric)
+    is kept; on a tie the first value met in ``runs``. No test number enters the choice.
+
+    Returns:
+        ``(selected, chosen)``: the runs of the chosen value of every group, in the order of
+        ``runs``; and ``{group: chosen value}``.
+    """
+    key = _key_fn("group_key", group_key)
+    scores: dict = {}
+    for run in runs:
+        scores.setdefault(key(run), {}).setdefault(choice(run), []).append(run_metric(run, metric))
+    chosen = {}
+    for group, by_value in scores.items():
+        means = {value: float(np.mean(values)) for value, values in by_value.items()}
+        chosen[group] = max(means, key=means.get)   # max keeps the first of equal means
+    selected = [run for run in runs if choice(run) == chosen[key(run)]]
+    return selected, chosen
+
+
 def cell(table: pd.DataFrame, row, col, stat: str = "mean") -> float:
     """One number of an ``accuracy_table``: ``cell(t, "moons", "DLGN")`` is the mean there."""
     if stat not in STATS:

@@ -42,3 +42,29 @@ def test_chunked_evaluation_equals_one_pass(monkeypatch, synthetic_cifar):
     whole = train.evaluation_row(model, splits, "multiclass")
     monkeypatch.setattr(train, "EVAL_CHUNK", 7)
     assert torch.allclose(train.evaluation_row(model, splits, "multiclass"), whole, atol=1e-12)
+
+
+def test_conv_rows_of_the_benchmark_table_through_the_run_cache(monkeypatch, tmp_path, synthetic_cifar):
+    """Notebook 09's CIFAR path: conv configs over seeds and learning rates, trained through the cache
+    (seeds batched), the learning rate chosen on validation, then the table: checked against the
+    runs' own numbers."""
+    from dlgn_lib import runs as R
+    from dlgn_lib import tables
+    monkeypatch.setenv("DLGN_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setitem(data._LOADERS, "cifar10", lambda **params: synthetic_cifar)
+    configs = [C.RunConfig(C.DataSpec.make("cifar10", n_train=40), C.ModelSpec.make(kind, (4,) * 5), epochs=2,
+                           batch_size=20, lr=lr, seed=seed, n_snapshots=2)
+               for kind in ("conv_dlgn", "conv_relu") for lr in (1e-3, 3e-2) for seed in (0, 1)]
+    runs = R.get_or_train_many(configs, progress=False, verbose=False)
+    assert [r.config for r in runs] == configs
+    again = R.get_or_train_many(configs, progress=False, verbose=False)   # now from the cache
+    assert [r.meta["test_metric_at_best"] for r in again] == [r.meta["test_metric_at_best"] for r in runs]
+    selected, chosen = tables.select_on_validation(runs, "model")
+    assert set(chosen) == {"conv DLGN", "conv ReLU"}
+    table = tables.accuracy_table(selected, lambda r: "CIFAR-10 (conv)", "kind")
+    for kind in ("conv_dlgn", "conv_relu"):
+        mine = [r for r in selected if r.config.model.kind == kind]
+        assert len(mine) == 2 and len({r.config.lr for r in mine}) == 1
+        values = [r.meta["test_metric_at_best"] for r in mine]
+        assert tables.cell(table, "CIFAR-10 (conv)", kind) == pytest.approx(np.mean(values), rel=1e-12)
+        assert all(0.0 <= v <= 1.0 for v in values)

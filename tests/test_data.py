@@ -282,6 +282,24 @@ def test_cifar_from_arrays_shapes_split_and_normalisation(name, n_classes):
     assert (x.std(dim=(0, 2, 3), correction=0) - 1).abs().max() < 1e-5
 
 
+def test_cifar_from_arrays_subsets_and_normalises_by_the_images_used():
+    images, labels, test_images, test_labels = synthetic_cifar(700, 50, 10, seed=3)
+    dataset = data.cifar_dataset_from_arrays(images, labels, test_images, test_labels, n_val=200,
+                                             n_train=120, n_test=30)
+    assert (len(dataset.y_train), len(dataset.y_val), len(dataset.y_test)) == (120, 200, 30)
+    assert torch.equal(dataset.y_train, torch.tensor(labels[:120]))
+    assert torch.equal(dataset.y_val, torch.tensor(labels[500:]))      # validation: still the last 200
+    assert torch.equal(dataset.y_test, torch.tensor(test_labels[:30]))
+    train = images[:120].astype(np.float64) / 255
+    mean, std = train.mean(axis=(0, 1, 2)), train.std(axis=(0, 1, 2))
+    expected = ((test_images[:30] / 255 - mean) / std).transpose(0, 3, 1, 2)
+    assert np.abs(dataset.x_test.double().numpy() - expected).max() < 1e-5
+    assert "first 120" in dataset.meta["split"] and "first 30" in dataset.meta["split"]
+    for bad in (dict(n_train=501), dict(n_test=51), dict(n_train=0)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            data.cifar_dataset_from_arrays(images, labels, test_images, test_labels, n_val=200, **bad)
+
+
 def test_cifar_from_arrays_rejects_bad_input():
     images, labels, test_images, test_labels = synthetic_cifar(300, 10, 10)
     with pytest.raises(ValueError, match="0..9"):

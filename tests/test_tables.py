@@ -103,3 +103,35 @@ def test_save_table_writes_csv_numbers_and_latex(runs_and_values, tmp_path, monk
     assert all(d in tex for d in DATASETS)
     with pytest.raises(ValueError, match="table_id"):
         tables.save_table(table, "../escape")
+
+
+def lr_run(dataset, kind, lr, seed, val, test):
+    config = C.RunConfig(C.DataSpec.make("plane", name=dataset, n=100), C.ModelSpec.make(kind, (4,)),
+                         seed=seed, lr=lr)
+    return Run(config, {"epoch": [0.0]}, {}, {}, {"best_val_metric": val, "test_metric_at_best": test})
+
+
+def test_select_on_validation_picks_the_best_mean_validation_lr_by_brute_force():
+    rng = np.random.default_rng(11)
+    lrs = (1e-3, 3e-3, 1e-2)
+    runs = [lr_run(d, k, lr, s, float(rng.uniform()), float(rng.uniform()))
+            for d in DATASETS for k in KINDS for lr in lrs for s in range(3)]
+    rng.shuffle(runs)
+    selected, chosen = tables.select_on_validation(runs, lambda r: (dataset_of(r), r.config.model.kind))
+    for d in DATASETS:
+        for k in KINDS:
+            means = [statistics.fmean(r.meta["best_val_metric"] for r in runs
+                                      if dataset_of(r) == d and r.config.model.kind == k and r.config.lr == lr)
+                     for lr in lrs]
+            assert chosen[(d, k)] == lrs[int(np.argmax(means))]
+    assert selected == [r for r in runs if r.config.lr == chosen[(dataset_of(r), r.config.model.kind)]]
+    assert len(selected) == len(DATASETS) * len(KINDS) * 3
+
+
+def test_select_on_validation_ignores_test_numbers_and_keeps_the_first_on_a_tie():
+    runs = [lr_run("xor", "dlgn", 3e-3, 0, 0.8, 0.1), lr_run("xor", "dlgn", 1e-3, 0, 0.8, 0.99),
+            lr_run("xor", "dlgn", 1e-2, 0, 0.7, 1.0)]
+    selected, chosen = tables.select_on_validation(runs, "kind")
+    assert chosen == {"dlgn": 3e-3} and selected == runs[:1]
+    with pytest.raises(ValueError, match="group_key"):
+        tables.select_on_validation(runs, "colour")

@@ -28,6 +28,9 @@ MODEL_COLORS = {"dln": "#7f7f7f", "relu": "#d62728", "dlgn": "#1f77b4", "dlgn_sf
                 "dlgn_frozen": "#ff7f0e"}
 MODEL_NAMES = {"dln": "DLN", "relu": "ReLU", "dlgn": "DLGN", "dlgn_sf": "DLGN-SF",
                "dlgn_frozen": "frozen-gate DLGN"}
+# conv versions (models.RUN_KINDS "conv_<kind>"): same colours, names prefixed "conv"
+MODEL_COLORS.update({f"conv_{k}": MODEL_COLORS[k] for k in ("relu", "dlgn", "dlgn_frozen")})
+MODEL_NAMES.update({f"conv_{k}": f"conv {MODEL_NAMES[k]}" for k in ("relu", "dlgn", "dlgn_frozen")})
 
 
 def use_style() -> None:
