@@ -69,6 +69,15 @@ def path_values(model: GatedNet, max_entries: int = MAX_ENTRIES) -> torch.Tensor
     return values
 
 
+def chunk_size(model: GatedNet, per_path: int = 1, max_entries: int = MAX_ENTRIES) -> int:
+    """Inputs per pass so that an (inputs × paths × per_path) tensor stays within max_entries.
+
+    Loop with ``for xs in torch.split(x, chunk_size(model)): …`` to enumerate paths over many
+    inputs (e.g. ``path_gates`` on 200,000 points of a 10 × 10 × 10 net).
+    """
+    return max(1, max_entries // (n_paths(model) * per_path))
+
+
 @torch.no_grad()
 def path_gates(model: GatedNet, x: torch.Tensor, hard: bool = True,
                max_entries: int = MAX_ENTRIES) -> torch.Tensor:
@@ -82,15 +91,26 @@ def path_gates(model: GatedNet, x: torch.Tensor, hard: bool = True,
 
 
 @torch.no_grad()
+def path_gate_mean(model: GatedNet, x: torch.Tensor, hard: bool = True,
+                   max_entries: int = MAX_ENTRIES) -> torch.Tensor:
+    """Mean path gate over the inputs, shape (m_1, …, m_L): with hard gates, the share of inputs in
+    each active path region. Inputs go in chunks, so any number of them fits in memory."""
+    total = None
+    for xs in torch.split(x, chunk_size(model, max_entries=max_entries)):
+        part = path_gates(model, xs, hard, max_entries).sum(0, dtype=torch.float64)
+        total = part if total is None else total + part
+    return (total / x.shape[0]).to(x.dtype)
+
+
+@torch.no_grad()
 def path_sum(model: GatedNet, x: torch.Tensor, hard: bool = True,
              max_entries: int = MAX_ENTRIES) -> torch.Tensor:
     """``Σ_π g_π f_π(x)`` by explicit enumeration of the paths, (N, k); equals ``model(x, hard)`` (C1)."""
     values = path_values(model, max_entries)
     n_p, k = n_paths(model), values.shape[model.depth]
     flat = values.reshape(n_p, -1)
-    chunk = max(1, max_entries // n_p)  # samples per pass, so each path-gate matrix fits
     out = []
-    for xs in torch.split(x, chunk):
+    for xs in torch.split(x, chunk_size(model, max_entries=max_entries)):
         mixed = path_gates(model, xs, hard, max_entries).reshape(len(xs), n_p) @ flat
         if model.value_input == "x":
             mixed = torch.einsum("nkd,nd->nk", mixed.reshape(len(xs), k, -1), xs)
@@ -99,22 +119,26 @@ def path_sum(model: GatedNet, x: torch.Tensor, hard: bool = True,
 
 
 @torch.no_grad()
-def top_paths(model: GatedNet, n: int, x: torch.Tensor | None = None, hard: bool = True) -> list:
+def top_paths(model: GatedNet, n: int, x: torch.Tensor | None = None, hard: bool = True,
+              max_entries: int = MAX_ENTRIES) -> list:
     """The n paths with the largest values, as ``[(path, score), …]`` in decreasing score.
 
     Without x the score is ``‖g_π‖`` (over outputs, and input dimensions for value input "x");
-    with x it is the mean path contribution ``mean_x ‖g_π(x) f_π(x)‖`` over the given inputs.
+    with x it is the mean path contribution ``mean_x ‖g_π(x) f_π(x)‖`` over the given inputs,
+    which go in chunks of at most ``max_entries`` enumerated entries (any number of inputs fits).
     """
-    values = path_values(model)
+    values = path_values(model, max_entries)
     depth = model.depth
     if x is None:
         scores = values.flatten(depth).norm(dim=-1)
     elif model.value_input == "ones":
-        scores = values.norm(dim=-1) * path_gates(model, x, hard).mean(0)  # gates are ≥ 0
-    else:
-        _check_size("top_paths", x.shape[0] * values[..., 0].numel(), MAX_ENTRIES)
-        per_input = torch.einsum("...kd,nd->n...k", values, x).norm(dim=-1)
-        scores = (per_input * path_gates(model, x, hard)).mean(0)
+        scores = values.norm(dim=-1) * path_gate_mean(model, x, hard, max_entries)  # gates are ≥ 0
+    else:   # inputs in chunks, so that the (inputs × paths × outputs) contributions fit
+        total = values.new_zeros(model.widths)
+        for xs in torch.split(x, chunk_size(model, values.shape[depth], max_entries)):
+            per_input = torch.einsum("...kd,nd->n...k", values, xs).norm(dim=-1)
+            total += (per_input * path_gates(model, xs, hard, max_entries)).sum(0)
+        scores = total / x.shape[0]
     order = torch.argsort(scores.flatten(), descending=True, stable=True)[:n]
     units = np.unravel_index(order.cpu().numpy(), model.widths)
     return [(tuple(int(u[j]) for u in units), float(scores.flatten()[i])) for j, i in enumerate(order)]

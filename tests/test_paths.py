@@ -95,6 +95,23 @@ def test_top_paths_with_value_input_x_score_mean_contributions():
     assert score == pytest.approx(expected[path], abs=1e-12)
 
 
+@pytest.mark.parametrize("value_input", ["ones", "x"])
+def test_top_paths_and_gate_means_in_chunks_equal_one_pass(value_input):
+    """A path-gate tensor of 500 inputs × 24 paths (× 2 outputs) is 24,000 entries; with
+    max_entries=1,000 the inputs go in chunks of 41 (or 20), and the results must not change."""
+    model = dlgn(2, (3, 4, 2), out_dim=2, value_input=value_input)
+    x = torch.randn(500, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    one_pass = paths.path_gates(model, x).mean(0)
+    assert paths.chunk_size(model, max_entries=1000) == 41 and paths.chunk_size(model, 2, 1000) == 20
+    chunked = paths.path_gate_mean(model, x, max_entries=1000)
+    assert torch.allclose(chunked, one_pass, rtol=0, atol=1e-14)
+    full, small = paths.top_paths(model, 6, x), paths.top_paths(model, 6, x, max_entries=1000)
+    assert [p for p, _ in full] == [p for p, _ in small]
+    assert np.allclose([s for _, s in full], [s for _, s in small], rtol=1e-12, atol=0)
+    with pytest.raises(ValueError, match="max_entries"):
+        paths.path_gates(model, x, max_entries=1000)
+
+
 def test_enumeration_refuses_big_nets_and_biased_relu():
     with pytest.raises(ValueError, match="max_entries"):
         paths.path_gates(dlgn(2, (5, 5, 4)), torch.zeros(20, 2, dtype=torch.float64), max_entries=1999)
