@@ -1,6 +1,8 @@
 """Result tables: a metric over seeds as mean ± std per (row, column), e.g. (dataset, model).
 
-``accuracy_table`` groups runs and summarises a metric; ``format_table`` turns the numbers into
+``select_on_validation`` keeps, per group of runs, the hyperparameter value (e.g. learning rate)
+with the best mean validation metric; ``accuracy_table`` groups runs and summarises a metric;
+``format_table`` turns the numbers into
 "0.983 ± 0.012" strings; ``save_table`` writes ``figures/<id>.csv`` (the numbers) and
 ``figures/<id>.tex`` (the formatted table). Used for claim C2 (notebook 02) and the benchmark
 table T (notebook 09).
