@@ -1,4 +1,8 @@
-"""Train many seeds of one config at once, vectorised over the seed axis (SPEC §6).
+"""Train many seeds of one config at once, vectorised over the seed axis with ``vmap`` (SPEC §6).
+
+This is the engine for the conv kinds; the fully connected kinds train faster through
+``dlgn_lib.fused``. Lean epochs (``config.curves`` off) and fixed-order batches are not
+implemented here: the configs of this engine must keep ``curves`` and ``shuffle`` on.
 
 Small nets are overhead-bound: a training step of a 16-unit DLGN costs about as much Python and
 dispatch time as one of a net ten times wider. ``train_seeds`` therefore stacks the parameters of S
@@ -27,29 +31,18 @@ from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
 from . import data, models
-from .config import RunConfig, snapshot_epochs
-from .train import (SPLITS, Run, _batches, evaluation_row, history_and_meta, load_dataset, make_model,
-                    make_optimizer, quiet, task_loss, task_metric)
+from .config import snapshot_epochs
+from .fused import check_same_but_seed
+from .losses import task_loss, task_metric
+from .train import (SPLITS, Run, _batches, evaluation_row, history_and_meta, load_dataset, loss_margin,
+                    make_model, make_optimizer, quiet)
 
 #: Evaluation runs vmapped over the seeds while their activations on all splits (S × N × width
 #: floats) fit in this many bytes, about one core's L2 cache; beyond, a loop over the seeds.
 EVAL_CACHE_BYTES = 1 << 20
 
 
-def _check_same_but_seed(configs: list[RunConfig]) -> None:
-    if not configs:
-        raise ValueError("configs: need at least one config")
-    base = configs[0].replace(seed=0)
-    for config in configs:
-        if config.replace(seed=0) != base:
-            raise ValueError(f"configs: every config must equal the first except for its seed; "
-                             f"{config.label()} differs in more than the seed")
-    seeds = [c.seed for c in configs]
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"configs: seeds must be distinct, got {seeds}")
-
-
-def _evaluator(template, seed_models, params, buffers, splits, task: str, width: int):
+def _evaluator(template, seed_models, params, buffers, splits, task: str, width: int, margin: float):
     """A function returning the (S, 6) losses and metrics of all seeds on ``SPLITS``, as ``train``.
 
     Small evaluations are overhead-bound: one vmapped forward on all splits at once is cheapest.
@@ -65,7 +58,7 @@ def _evaluator(template, seed_models, params, buffers, splits, task: str, width:
             for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
                 tensor.data = stacked[name][s].detach()   # a view: shares the storage
         device = x_all.device
-        return lambda: torch.stack([evaluation_row(m, splits, task) for m in seed_models]).to(device)
+        return lambda: torch.stack([evaluation_row(m, splits, task, margin) for m in seed_models]).to(device)
 
     bounds = torch.tensor([0] + [len(splits[s][0]) for s in SPLITS]).cumsum(0).tolist()
 
@@ -74,7 +67,7 @@ def _evaluator(template, seed_models, params, buffers, splits, task: str, width:
         row = []
         for j, s in enumerate(SPLITS):
             o, y = out[bounds[j]:bounds[j + 1]], splits[s][1]
-            row += [task_loss(o, y, task), task_metric(o, y, task)]
+            row += [task_loss(o, y, task, margin), task_metric(o, y, task)]
         return torch.stack(row)
 
     scores = vmap(scores_of)
@@ -93,12 +86,16 @@ def train_seeds(configs, *, device=None, progress: bool | None = None,
 
     Returns:
         Runs as ``train.train`` would return them (same history keys, snapshot epochs, best-state
-        rule and meta keys), with ``meta["batched_seeds"]`` = S and ``meta["seconds"]`` the wall
+        rule and meta keys), with ``meta["engine"]`` = "vmap", ``meta["seeds_together"]`` = S and
+        ``meta["seconds"]`` the wall
         time of the whole batch.
     """
     configs = list(configs)
-    _check_same_but_seed(configs)
+    check_same_but_seed(configs)
     config, n_seeds = configs[0], len(configs)
+    if not (config.curves and config.shuffle):
+        raise ValueError("batched.train_seeds needs curves=True and shuffle=True; "
+                         "fully connected kinds with lean or fixed-order epochs train through dlgn_lib.fused")
     device = torch.device(device) if device is not None else models.default_device()
     ds = dataset if dataset is not None else load_dataset(config.data)
 
@@ -110,11 +107,12 @@ def train_seeds(configs, *, device=None, progress: bool | None = None,
     opt = make_optimizer(config, params.values(), fused=True)
 
     def loss_of(p, b, x, y):
-        return task_loss(functional_call(template, (p, b), (x,)), y, ds.task)
+        return task_loss(functional_call(template, (p, b), (x,)), y, ds.task, margin)
 
     splits = {s: (getattr(ds, f"x_{s}").to(device), getattr(ds, f"y_{s}").to(device)) for s in SPLITS}
     x_train, y_train = splits["train"]
-    score_rows = _evaluator(template, seed_models, params, buffers, splits, ds.task, max(config.model.widths))
+    margin = loss_margin(config)
+    score_rows = _evaluator(template, seed_models, params, buffers, splits, ds.task, max(config.model.widths), margin)
     full_step = vmap(loss_of, in_dims=(0, 0, None, None))
     batch_step = vmap(loss_of, in_dims=(0, 0, 0, 0))
     shuffles = [torch.Generator().manual_seed(c.seed) for c in configs]
@@ -179,6 +177,6 @@ def train_seeds(configs, *, device=None, progress: bool | None = None,
     for s, cfg in enumerate(configs):
         history, meta = history_and_meta(tables[s], evaluated, best_vals[s], best_epochs[s], ds, device,
                                          seed_models[s], seconds)
-        meta["batched_seeds"] = n_seeds
+        meta.update(engine="vmap", seeds_together=n_seeds)
         out.append(Run(cfg, history, snapshots[s], {k: best_cpu[k][s].clone() for k in state_keys}, meta))
     return out

@@ -20,7 +20,7 @@ from .models import RUN_KINDS
 
 #: Bump when a change to models, data or training alters what a given config produces: old cache
 #: entries then stop matching instead of being reused.
-CODE_VERSION = "2"
+CODE_VERSION = "3"
 
 PROFILES = ("quick", "full")
 OPTIMIZERS = ("adam", "sgd")
@@ -76,7 +76,12 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything one training run depends on (SPEC §5). ``batch_size=None`` means full batch."""
+    """Everything one training run depends on (SPEC §5). ``batch_size=None`` means full batch.
+
+    ``shuffle``: minibatches in a fresh random order each epoch (seeded by ``seed``), or in the
+    data's order (fixed order). ``curves``: evaluate every split at every evaluation epoch, or
+    only the validation split (lean epochs: all splits at snapshot epochs and at the end).
+    """
     data: DataSpec
     model: ModelSpec
     epochs: int = 100
@@ -87,6 +92,8 @@ class RunConfig:
     seed: int = 0
     n_snapshots: int = 25
     eval_every: int = 1
+    shuffle: bool = True
+    curves: bool = True
     name: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -96,6 +103,9 @@ class RunConfig:
         _check_int("eval_every", self.eval_every, minimum=1)
         if self.batch_size is not None:
             _check_int("batch_size", self.batch_size, minimum=1)
+        for flag in ("shuffle", "curves"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ParameterError(f"{flag}={getattr(self, flag)!r} must be True or False")
         if self.optimizer not in OPTIMIZERS:
             raise ParameterError(f"optimizer={self.optimizer!r} is not allowed; choose one of {list(OPTIMIZERS)}")
         if not (isinstance(self.lr, (int, float)) and self.lr > 0):
@@ -192,7 +202,8 @@ class NotebookConfig:
     def run(self, data: DataSpec, model: ModelSpec, name: str = "", **overrides) -> RunConfig:
         """A ``RunConfig`` with this profile's training sizes (epochs, lr, batch, snapshots)."""
         base = {k: self.sizes[k] for k in ("epochs", "lr", "batch_size", "n_snapshots", "optimizer",
-                                            "weight_decay", "eval_every") if k in self.sizes}
+                                            "weight_decay", "eval_every", "shuffle", "curves")
+                if k in self.sizes}
         base["seed"] = self.seed
         base.update(overrides)
         return RunConfig(data=data, model=model, name=name, **base)

@@ -27,6 +27,11 @@ from torch import nn
 MODEL_KINDS = ("dln", "relu", "dlgn", "dlgn_sf", "dlgn_frozen")
 VALUE_INPUTS = ("ones", "x")
 GATE_MODES = ("soft", "hard")
+#: Initialisation conventions. "he": the package's first choices (gating N(0, 1/fan_in), value
+#: layers He-normal, a directly learned u^1). "group": the authors' public code (PyTorch's default
+#: ``nn.Linear`` init everywhere; value input "ones" as a d-vector of ones through a bias-free
+#: d -> m_1 layer, so u^1 = U^1 1; binary loss = cross-entropy on the logits (-f, f)).
+CONVENTIONS = ("he", "group")
 
 
 def default_device() -> torch.device:
@@ -46,11 +51,23 @@ def _check_widths(widths) -> tuple[int, ...]:
     return widths
 
 
-def _value_linear(fan_in: int, fan_out: int) -> nn.Linear:
-    """A bias-free value layer, He-normal: gates switch off about half the units."""
+def _value_linear(fan_in: int, fan_out: int, convention: str = "he") -> nn.Linear:
+    """A bias-free value layer: He-normal ("he": gates switch off about half the units) or
+    PyTorch's default ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` ("group")."""
     layer = nn.Linear(fan_in, fan_out, bias=False)
-    nn.init.normal_(layer.weight, std=math.sqrt(2.0 / fan_in))
+    if convention == "he":
+        nn.init.normal_(layer.weight, std=math.sqrt(2.0 / fan_in))
     return layer
+
+
+def binary_margin(convention: str) -> float:
+    """The factor c of the binary loss softplus(-c·y·f) for labels y = ±1 under a convention.
+
+    "he": the logistic loss on f (c = 1); "group": cross-entropy on the two logits (-f, f), which
+    is softplus(-2·y·f) (c = 2).
+    """
+    _check_choice("convention", convention, CONVENTIONS)
+    return 2.0 if convention == "group" else 1.0
 
 
 class GatedNet(nn.Module):
@@ -96,38 +113,44 @@ class DLGN(GatedNet):
         frozen_gates: keep the gating network at its random init (kernel regime, no feature
             learning); only the value network is trained.
         gate_mode: "soft" (training default) or "hard" evaluation of the gates in ``forward``.
+        convention: "he" or "group" (``CONVENTIONS``): the initialisation, and with value input
+            "ones" whether u^1 is learned directly ("he") or as ``U^1 1`` with U^1 of shape
+            (m_1, d) ("group"; ``value_first`` then holds U^1).
     """
 
     def __init__(self, in_dim: int, widths: Sequence[int], out_dim: int = 1, *, beta: float = 4.0,
                  gate_bias: bool = False, value_input: str = "ones", shallow: bool = False,
-                 frozen_gates: bool = False, gate_mode: str = "soft"):
+                 frozen_gates: bool = False, gate_mode: str = "soft", convention: str = "he"):
         super().__init__()
         widths = _check_widths(widths)
         _check_choice("value_input", value_input, VALUE_INPUTS)
         _check_choice("gate_mode", gate_mode, GATE_MODES)
+        _check_choice("convention", convention, CONVENTIONS)
         if not beta > 0:
             raise ValueError(f"beta={beta!r} must be positive")
         self._widths = widths
         self.in_dim, self.out_dim = int(in_dim), int(out_dim)
         self.beta, self.gate_bias, self.value_input = float(beta), bool(gate_bias), value_input
         self.shallow, self.frozen_gates, self.gate_mode = bool(shallow), bool(frozen_gates), gate_mode
+        self.convention = convention
 
-        # Gating: unit-variance pre-activations for unit-norm inputs at every depth.
+        # Gating ("he"): unit-variance pre-activations for unit-norm inputs at every depth.
         fan_ins = [in_dim] * len(widths) if shallow else [in_dim, *widths[:-1]]
         self.gating = nn.ModuleList()
         for fan_in, m in zip(fan_ins, widths):
             layer = nn.Linear(fan_in, m, bias=gate_bias)
-            nn.init.normal_(layer.weight, std=1.0 / math.sqrt(fan_in))
-            if gate_bias:
-                nn.init.zeros_(layer.bias)
+            if convention == "he":
+                nn.init.normal_(layer.weight, std=1.0 / math.sqrt(fan_in))
+                if gate_bias:
+                    nn.init.zeros_(layer.bias)
             self.gating.append(layer)
 
-        if value_input == "ones":
+        if value_input == "ones" and convention == "he":
             self.value_first = nn.Parameter(torch.randn(widths[0]))
-        else:
-            self.value_first = nn.Parameter(_value_linear(in_dim, widths[0]).weight.detach().clone())
-        self.value_layers = nn.ModuleList(_value_linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
-        self.head = _value_linear(widths[-1], out_dim)
+        else:   # U^1 (m_1, d): applied to x, or ("group", "ones") to a vector of d ones
+            self.value_first = nn.Parameter(_value_linear(in_dim, widths[0], convention).weight.detach().clone())
+        self.value_layers = nn.ModuleList(_value_linear(a, b, convention) for a, b in zip(widths[:-1], widths[1:]))
+        self.head = _value_linear(widths[-1], out_dim, convention)
         if frozen_gates:
             self.gating.requires_grad_(False)
 
@@ -146,13 +169,19 @@ class DLGN(GatedNet):
             return [(eta >= 0).to(eta.dtype) for eta in etas]
         return [torch.sigmoid(self.beta * eta) for eta in etas]
 
+    def first_value(self) -> torch.Tensor:
+        """u^1 (m_1,) for value input "ones" (``U^1 1`` under the "group" convention), else U^1."""
+        if self.value_input == "ones" and self.value_first.dim() == 2:
+            return self.value_first.sum(dim=1)
+        return self.value_first
+
     def value_weights(self):
-        return self.value_first, [layer.weight for layer in self.value_layers], self.head.weight
+        return self.first_value(), [layer.weight for layer in self.value_layers], self.head.weight
 
     def forward(self, x: torch.Tensor, hard: bool | None = None) -> torch.Tensor:
         gates = self.gates(x, hard)
         if self.value_input == "ones":
-            h = gates[0] * self.value_first
+            h = gates[0] * self.first_value()
         else:
             h = gates[0] * (x @ self.value_first.T)
         for gate, layer in zip(gates[1:], self.value_layers):
@@ -183,23 +212,28 @@ class ReLUNet(GatedNet):
     indicators ``1(W^ℓ h^{ℓ-1} + b^ℓ > 0)`` and its value input is x (SPEC §1 baselines).
 
     With ``bias=False`` the output equals the path sum with value input "x" exactly (claim C1).
+    ``convention``: "he" (He-normal weights, zero biases) or "group" (PyTorch's default init).
     """
 
     value_input = "x"
 
-    def __init__(self, in_dim: int, widths: Sequence[int], out_dim: int = 1, *, bias: bool = True):
+    def __init__(self, in_dim: int, widths: Sequence[int], out_dim: int = 1, *, bias: bool = True,
+                 convention: str = "he"):
         super().__init__()
         widths = _check_widths(widths)
+        _check_choice("convention", convention, CONVENTIONS)
         self._widths = widths
         self.in_dim, self.out_dim, self.bias = int(in_dim), int(out_dim), bool(bias)
+        self.convention = convention
         self.layers = nn.ModuleList()
         for fan_in, m in zip([in_dim, *widths[:-1]], widths):
             layer = nn.Linear(fan_in, m, bias=bias)
-            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
-            if bias:
-                nn.init.zeros_(layer.bias)
+            if convention == "he":
+                nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+                if bias:
+                    nn.init.zeros_(layer.bias)
             self.layers.append(layer)
-        self.head = _value_linear(widths[-1], out_dim)
+        self.head = _value_linear(widths[-1], out_dim, convention)
 
     def gate_preactivations(self, x: torch.Tensor) -> list[torch.Tensor]:
         out, h = [], x
@@ -224,22 +258,29 @@ class ReLUNet(GatedNet):
 
 
 class DeepLinearNet(GatedNet):
-    """Deep linear network (DLN): ``U^{L+1} ⋯ U^1 x``; every gate is always on (SPEC §1 baselines)."""
+    """Deep linear network (DLN): ``U^{L+1} ⋯ U^1 x``; every gate is always on (SPEC §1 baselines).
+
+    ``convention``: "he" (N(0, 1/fan_in) weights) or "group" (PyTorch's default init).
+    """
 
     value_input = "x"
 
-    def __init__(self, in_dim: int, widths: Sequence[int], out_dim: int = 1):
+    def __init__(self, in_dim: int, widths: Sequence[int], out_dim: int = 1, *, convention: str = "he"):
         super().__init__()
         widths = _check_widths(widths)
+        _check_choice("convention", convention, CONVENTIONS)
         self._widths = widths
-        self.in_dim, self.out_dim = int(in_dim), int(out_dim)
+        self.in_dim, self.out_dim, self.convention = int(in_dim), int(out_dim), convention
         self.layers = nn.ModuleList()
         for fan_in, m in zip([in_dim, *widths[:-1]], widths):
-            layer = nn.Linear(fan_in, m, bias=False)
+            self.layers.append(self._layer(fan_in, m))
+        self.head = self._layer(widths[-1], out_dim)
+
+    def _layer(self, fan_in: int, fan_out: int) -> nn.Linear:
+        layer = nn.Linear(fan_in, fan_out, bias=False)
+        if self.convention == "he":
             nn.init.normal_(layer.weight, std=1.0 / math.sqrt(fan_in))
-            self.layers.append(layer)
-        self.head = nn.Linear(widths[-1], out_dim, bias=False)
-        nn.init.normal_(self.head.weight, std=1.0 / math.sqrt(widths[-1]))
+        return layer
 
     def gate_preactivations(self, x: torch.Tensor) -> list[torch.Tensor]:
         # Gates of a DLN are constant 1: pre-activations of +1 make every hard gate open.

@@ -25,9 +25,8 @@ from pathlib import Path
 
 import torch
 
-from . import __version__, locations
+from . import __version__, batched, fused, locations
 from .config import RunConfig
-from .batched import train_seeds
 from .train import Run, train
 
 FORMAT = 1
@@ -132,6 +131,23 @@ def _cached(config: RunConfig, say) -> Run | None:
         return None
 
 
+def train_group(configs: list[RunConfig], *, device=None, progress: bool | None = None) -> list[Run]:
+    """Train configs that differ only in seed, with the fastest engine that fits (SPEC §6).
+
+    Fully connected kinds: ``fused.train_seeds`` (all seeds in one fused pass, one seed included).
+    Conv kinds: ``batched.train_seeds`` (vmap over seeds) for two or more seeds with the default
+    epochs, else ``train.train`` one by one.
+    """
+    if not configs:
+        return []
+    first = configs[0]
+    if first.model.kind in fused.FUSED_KINDS:
+        return fused.train_seeds(configs, device=device, progress=progress)
+    if len(configs) > 1 and first.curves and first.shuffle:
+        return batched.train_seeds(configs, device=device, progress=progress)
+    return [train(c, device=device, progress=progress) for c in configs]
+
+
 def _speaker(verbose: bool):
     def say(msg):
         if verbose:
@@ -151,7 +167,7 @@ def get_or_train(config: RunConfig, *, device=None, progress: bool | None = None
         if run is not None:
             return run
         say(f"training {config.label()} [{entry_dir(config).name[:12]}] for {config.epochs} epochs")
-        run = train(config, device=device, progress=progress)
+        run, = train_group([config], device=device, progress=progress)
         save(run)
         say(f"trained {config.label()} in {run.meta['seconds']:.1f} s")
         return run
@@ -161,7 +177,7 @@ def _get_or_train_seeds(configs: list[RunConfig], *, device, progress, verbose) 
     """``get_or_train`` for configs that differ only in seed: the missing ones train together.
 
     The locks of all configs are held (taken in key order, so two processes cannot deadlock)
-    while the cache is re-checked and the missing seeds are trained by ``batched.train_seeds``
+    while the cache is re-checked and the missing seeds are trained together by ``train_group``
     (SPEC §6) and saved, one entry per seed.
     """
     say = _speaker(verbose)
@@ -172,11 +188,7 @@ def _get_or_train_seeds(configs: list[RunConfig], *, device, progress, verbose) 
         missing = [c for c in configs if found[c.key()] is None]
         for config in missing:
             say(f"training {config.label()} [{entry_dir(config).name[:12]}] for {config.epochs} epochs")
-        if len(missing) > 1:
-            trained = train_seeds(missing, device=device, progress=progress)
-        else:   # none or one: nothing to vectorise
-            trained = [train(c, device=device, progress=progress) for c in missing]
-        for run in trained:
+        for run in train_group(missing, device=device, progress=progress) if missing else []:
             save(run)
             found[run.config.key()] = run
             say(f"trained {run.config.label()} in {run.meta['seconds']:.1f} s")
@@ -188,7 +200,7 @@ def get_or_train_many(configs, *, device=None, progress: bool | None = None,
     """``get_or_train`` for each config; returns the runs in the order of ``configs``.
 
     Configs equal in everything but ``seed`` form a group: its configs missing from the cache
-    are trained at once, vectorised over seeds (``batched.train_seeds``, SPEC §6), and saved one
+    are trained at once (``train_group``: fused or vectorised over seeds, SPEC §6), and saved one
     entry per seed. Each config prints the same "loaded run …" / "training …" lines as with
     ``get_or_train``. A config listed twice is looked up once.
     """

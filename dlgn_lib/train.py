@@ -1,12 +1,14 @@
 """Training: ``train(config) -> Run`` with per-epoch history and log-spaced snapshots (no plotting).
 
-Losses (SPEC §1): logistic loss on the scalar output for ±1 labels, cross-entropy for k classes,
-squared loss for regression. Metrics: accuracy for labels, R² for regression. Model selection
-uses the validation split only; the test split is reported, never used to choose.
+Losses and metrics by task are in ``dlgn_lib.losses``. Model selection uses the validation split
+only; the test split is reported, never used to choose. ``train`` is the plain reference trainer
+(autograd, one model); ``dlgn_lib.fused`` trains the fully connected kinds, one seed or many, with
+the same results to float rounding and is what ``dlgn_lib.runs`` uses for them.
 """
 from __future__ import annotations
 
 import functools
+import math
 import os
 import platform
 import time
@@ -14,11 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from . import __version__, data, models
 from .config import RunConfig, snapshot_epochs
+from .losses import metric_name, task_loss, task_metric
 
 SPLITS = ("train", "val", "test")
 EVAL_CHUNK = 8192  # evaluation batch for splits larger than this
@@ -50,27 +52,9 @@ def make_model(config: RunConfig, dataset: data.Dataset) -> torch.nn.Module:
         return models.build_model(kind, dataset.in_dim, widths, dataset.out_dim, **options)
 
 
-def task_loss(output: torch.Tensor, y: torch.Tensor, task: str) -> torch.Tensor:
-    """Mean loss of outputs (N, out_dim) against targets, by task (SPEC §1 losses)."""
-    if task == "binary":
-        return F.softplus(-y * output[:, 0]).mean()
-    if task == "multiclass":
-        return F.cross_entropy(output, y)
-    return F.mse_loss(output[:, 0], y)
-
-
-def task_metric(output: torch.Tensor, y: torch.Tensor, task: str) -> torch.Tensor:
-    """Accuracy for binary (sign of the output, 0 counted as +1) and multiclass; R² for regression."""
-    if task == "binary":
-        return ((output[:, 0] >= 0) == (y > 0)).float().mean()
-    if task == "multiclass":
-        return (output.argmax(dim=1) == y).float().mean()
-    residual = ((output[:, 0] - y) ** 2).sum()
-    return 1.0 - residual / ((y - y.mean()) ** 2).sum().clamp_min(1e-12)
-
-
-def metric_name(task: str) -> str:
-    return "r2" if task == "regression" else "accuracy"
+def loss_margin(config: RunConfig) -> float:
+    """The binary-loss margin factor of a config's model convention (``models.binary_margin``)."""
+    return models.binary_margin(config.model.kwargs().get("convention", "he"))
 
 
 def make_optimizer(config: RunConfig, params, **options) -> torch.optim.Optimizer:
@@ -127,39 +111,59 @@ class Run:
         return self.history[key][-1]
 
 
-def _batches(n: int, batch_size: int | None, generator: torch.Generator):
+def _batches(n: int, batch_size: int | None, generator: torch.Generator, shuffle: bool = True):
+    """The minibatches of one epoch: index tensors in a fresh random order (``shuffle``) or
+    contiguous slices in the data's order (``slice`` objects); ``[None]`` for full batch."""
     if batch_size is None or batch_size >= n:
         return [None]
+    if not shuffle:
+        return [slice(i, min(i + batch_size, n)) for i in range(0, n, batch_size)]
     order = torch.randperm(n, generator=generator)
     return list(order.split(batch_size))
 
 
-def evaluation_row(model: torch.nn.Module, splits: dict, task: str) -> torch.Tensor:
+def eval_splits(config: RunConfig, epoch: int, snap_at) -> tuple[str, ...]:
+    """The splits evaluated at an evaluation epoch: all of them with ``config.curves``; else the
+    validation split only, and all of them at snapshot epochs and at the end (lean epochs)."""
+    if config.curves or epoch in snap_at or epoch == config.epochs:
+        return SPLITS
+    return ("val",)
+
+
+def evaluation_row(model: torch.nn.Module, splits: dict, task: str, margin: float = 1.0,
+                   which=SPLITS) -> torch.Tensor:
     """Loss and metric of the model on each split (``SPLITS`` order, 6 values), on the CPU.
 
     Args:
         splits: split name → (inputs, targets) on the model's device.
+        margin: binary-loss margin factor (``loss_margin``).
+        which: the splits to evaluate; the others are NaN.
     """
     with torch.no_grad():
         row = []
         for s in SPLITS:
+            if s not in which:
+                row += [torch.tensor(float("nan"))] * 2
+                continue
             x, y = splits[s]
             # Large splits (full-size images) go through in chunks so activations fit in memory.
             out = model(x) if len(x) <= EVAL_CHUNK else torch.cat([model(c) for c in x.split(EVAL_CHUNK)])
-            row += [task_loss(out, y, task), task_metric(out, y, task)]
-        return torch.stack(row).cpu()
+            row += [task_loss(out, y, task, margin).cpu(), task_metric(out, y, task).cpu()]
+        return torch.stack(row)
 
 
 def history_and_meta(table: list[list[float]], evaluated: list[int], best_val: float, best_epoch: int,
                      ds: data.Dataset, device: torch.device, model: torch.nn.Module,
-                     seconds: float) -> tuple[dict[str, list[float]], dict]:
-    """A run's ``history`` and ``meta`` from its evaluation table (shared with ``batched``).
+                     seconds: float, test_at_best: float | None = None) -> tuple[dict[str, list[float]], dict]:
+    """A run's ``history`` and ``meta`` from its evaluation table (shared with ``fused``).
 
     Args:
-        table: one row per evaluation, (loss, metric) for each split in ``SPLITS`` order.
+        table: one row per evaluation, (loss, metric) for each split in ``SPLITS`` order (NaN for
+            a split not evaluated at that epoch).
         evaluated: the epoch of each row.
         best_val, best_epoch: the best validation metric and its epoch.
         model: a model of the run (for parameter counts).
+        test_at_best: the test metric of the best-validation state, when its row has none.
     """
     history = {"epoch": [float(e) for e in evaluated]}
     for j, s in enumerate(SPLITS):
@@ -172,7 +176,8 @@ def history_and_meta(table: list[list[float]], evaluated: list[int], best_val: f
         "device": str(device), "seconds": seconds, "data_source": ds.source, "task": ds.task,
         "metric": metric_name(ds.task), "n_params": sum(p.numel() for p in model.parameters()),
         "n_trainable": sum(p.numel() for p in model.parameters() if p.requires_grad),
-        "best_epoch": best_epoch, "best_val_metric": best_val, "test_metric_at_best": best_row[5],
+        "best_epoch": best_epoch, "best_val_metric": best_val,
+        "test_metric_at_best": best_row[5] if test_at_best is None else test_at_best,
     }
     return history, meta
 
@@ -194,6 +199,7 @@ def train(config: RunConfig, *, device=None, progress: bool | None = None,
     x_train, y_train = splits["train"]
     shuffle = torch.Generator().manual_seed(config.seed)
     snap_at = set(snapshot_epochs(config.epochs, config.n_snapshots))
+    margin = loss_margin(config)
 
     records: list[torch.Tensor] = []   # one row per evaluation: losses and metrics of the 3 splits
     evaluated: list[int] = []
@@ -202,7 +208,7 @@ def train(config: RunConfig, *, device=None, progress: bool | None = None,
 
     def evaluate(epoch: int):
         nonlocal best
-        row = evaluation_row(model, splits, ds.task)
+        row = evaluation_row(model, splits, ds.task, margin, eval_splits(config, epoch, snap_at))
         records.append(row)
         evaluated.append(epoch)
         if row[3].item() > best[0]:  # validation metric
@@ -214,10 +220,10 @@ def train(config: RunConfig, *, device=None, progress: bool | None = None,
     show = (not quiet()) if progress is None else progress
     for epoch in tqdm(range(1, config.epochs + 1), desc=config.label(), disable=not show, leave=False):
         model.train()
-        for idx in _batches(x_train.shape[0], config.batch_size, shuffle):
+        for idx in _batches(x_train.shape[0], config.batch_size, shuffle, config.shuffle):
             xb, yb = (x_train, y_train) if idx is None else (x_train[idx], y_train[idx])
             opt.zero_grad(set_to_none=True)
-            task_loss(model(xb), yb, ds.task).backward()
+            task_loss(model(xb), yb, ds.task, margin).backward()
             opt.step()
         model.eval()
         if epoch % config.eval_every == 0 or epoch == config.epochs:
@@ -228,5 +234,11 @@ def train(config: RunConfig, *, device=None, progress: bool | None = None,
 
     table = torch.stack(records).tolist()
     best_val, best_epoch, best_state = best
-    history, meta = history_and_meta(table, evaluated, best_val, best_epoch, ds, device, model, seconds)
+    test_at_best = None
+    if math.isnan(table[evaluated.index(best_epoch)][5]):   # the best epoch was a lean one
+        model.load_state_dict(best_state)
+        test_at_best = evaluation_row(model.eval(), splits, ds.task, margin, ("test",))[5].item()
+    history, meta = history_and_meta(table, evaluated, best_val, best_epoch, ds, device, model, seconds,
+                                     test_at_best)
+    meta.update(engine="autograd", seeds_together=1)
     return Run(config, history, snapshots, best_state, meta)

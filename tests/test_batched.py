@@ -7,13 +7,13 @@ orders of magnitude of headroom, yet far below what a wrong gradient, a shared o
 wrong minibatch would produce (those change weights by ~lr = 1e-2 per step). The same comparison
 in float64 must hold to 1e-10, which shows the float32 gap is rounding and nothing else.
 """
-import types
 
 import pytest
 import torch
 
 from dlgn_lib import batched, runs, train
 from dlgn_lib import config as C
+from tests.run_compare import assert_runs_close, assert_states_close, float64_copy
 
 SEEDS = (0, 1, 2)
 
@@ -33,39 +33,13 @@ def config(kind="dlgn", batch_size=None, seed=0, **changes):
     return cfg.replace(**changes)
 
 
-def assert_states_close(a, b, rtol, atol):
-    assert a.keys() == b.keys()
-    for k in a:
-        assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape, k
-        torch.testing.assert_close(b[k], a[k], rtol=rtol, atol=atol, msg=k)
-
-
-def assert_runs_close(single, multi, rtol, atol):
-    """``multi`` (from ``train_seeds``) equals ``single`` (from ``train.train``) within tolerance."""
-    assert multi.config == single.config
-    assert multi.history.keys() == single.history.keys()
-    assert multi.history["epoch"] == single.history["epoch"]
-    for key, values in single.history.items():
-        assert all(type(v) is float for v in multi.history[key]), key
-        torch.testing.assert_close(torch.tensor(multi.history[key], dtype=torch.float64),
-                                   torch.tensor(values, dtype=torch.float64), rtol=rtol, atol=atol, msg=key)
-    assert multi.epochs == single.epochs
-    for epoch in single.epochs:
-        assert_states_close(single.snapshots[epoch], multi.snapshots[epoch], rtol, atol)
-    assert_states_close(single.best_state, multi.best_state, rtol, atol)
-    assert set(multi.meta) == set(single.meta) | {"batched_seeds"}
-    for key in ("best_epoch", "device", "data_source", "task", "metric", "n_params", "n_trainable",
-                "versions"):
-        assert multi.meta[key] == single.meta[key], key
-
-
 @pytest.mark.parametrize("batch_size", [None, 16], ids=["full_batch", "minibatch"])
 @pytest.mark.parametrize("kind", ["dlgn", "dlgn_frozen", "relu"])
 def test_each_seed_equals_its_one_by_one_run(kind, batch_size):
     configs = [config(kind, batch_size, seed=s) for s in SEEDS]
     together = batched.train_seeds(configs, progress=False)
     for cfg, multi in zip(configs, together):
-        assert multi.meta["batched_seeds"] == len(SEEDS)
+        assert multi.meta["seeds_together"] == len(SEEDS) and multi.meta["engine"] == "vmap"
         assert_runs_close(train.train(cfg, progress=False), multi, rtol=1e-4, atol=1e-5)
     # Seeds really differ (no seed got another's init or batches).
     assert together[0].history["train_loss"] != together[1].history["train_loss"]
@@ -89,13 +63,6 @@ def test_sgd_with_momentum_and_weight_decay_matches_per_seed():
     configs = [config("dlgn", 16, seed=s, optimizer="sgd", lr=0.05, weight_decay=1e-2) for s in SEEDS[:2]]
     for cfg, multi in zip(configs, batched.train_seeds(configs, progress=False)):
         assert_runs_close(train.train(cfg, progress=False), multi, rtol=1e-4, atol=1e-5)
-
-
-def float64_copy(ds):
-    """The dataset's splits in float64 (``data.Dataset`` itself holds float32 only)."""
-    fields = {f"{a}_{s}": getattr(ds, f"{a}_{s}").double() for a in "xy" for s in train.SPLITS}
-    return types.SimpleNamespace(**fields, task=ds.task, source=ds.source, in_dim=ds.in_dim,
-                                 out_dim=ds.out_dim)
 
 
 @pytest.mark.parametrize("batch_size", [None, 16], ids=["full_batch", "minibatch"])
@@ -133,21 +100,24 @@ def test_get_or_train_many_batches_missing_seeds_and_saves_one_entry_each(monkey
 
     calls = []
 
+    group_trainer = runs.train_group
+
     def recording(configs, **kwargs):
-        calls.append([c.seed for c in configs])
-        return batched.train_seeds(configs, **kwargs)
-    monkeypatch.setattr(runs, "train_seeds", recording)
+        calls.append([(c.model.kind, c.seed) for c in configs])
+        return group_trainer(configs, **kwargs)
+    monkeypatch.setattr(runs, "train_group", recording)
     wanted = [seeds[2], other, seeds[0], seeds[1], seeds[3], seeds[2]]
     got = runs.get_or_train_many(wanted)
     out, err = capsys.readouterr()
 
-    assert calls == [[2, 0, 1]]                      # the three missing seeds, once, together
+    # The three missing seeds, once, together; then the other config alone.
+    assert calls == [[("dlgn", 2), ("dlgn", 0), ("dlgn", 1)], [("relu", 0)]]
     assert "corrupt" in err and runs.entry_dir(seeds[1]).name in err
     assert out.count("loaded run") == 1 and f"loaded run {seeds[3].label()}" in out
     for cfg in (seeds[0], seeds[1], seeds[2], other):
         assert f"training {cfg.label()}" in out and f"trained {cfg.label()}" in out
     assert [r.config for r in got] == wanted and got[0] is got[-1]
-    assert [got[i].meta.get("batched_seeds") for i in range(5)] == [3, None, 3, 3, None]
+    assert [got[i].meta["seeds_together"] for i in range(5)] == [3, 1, 3, 3, 1]
     for run in got:
         stored = runs.load(run.config)                # a valid entry per seed, equal to what was returned
         assert stored.history == run.history and stored.meta == run.meta
@@ -160,8 +130,7 @@ def test_get_or_train_many_batches_missing_seeds_and_saves_one_entry_each(monkey
 
     def no_training(*args, **kwargs):
         raise AssertionError("trained although every entry exists")
-    monkeypatch.setattr(runs, "train", no_training)
-    monkeypatch.setattr(runs, "train_seeds", no_training)
+    monkeypatch.setattr(runs, "train_group", no_training)
     again = runs.get_or_train_many(wanted)
     assert capsys.readouterr().out.count("loaded run") == 5
     assert [r.history for r in again] == [r.history for r in got]

@@ -1,0 +1,525 @@
+"""Fused training of the fully connected kinds: S seeds in one pass, backward written out (§6).
+
+Small nets are overhead-bound: a training step of a 20-unit DLGN spends most of its time in
+per-operation dispatch, autograd bookkeeping and optimiser loops, not in arithmetic. This trainer
+removes that overhead for every fully connected kind (DLGN, DLGN-SF, frozen-gate DLGN, DLN, ReLU):
+
+- the parameters of S seeds live in one flat (S, P) buffer (trainable and frozen parts apart);
+  each weight is a (S, out, in) view of it, and every layer is one batched matrix product;
+- the gating network of a DLGN is deep *linear*, so all its pre-activations come from one product
+  with the stacked effective hyperplanes ``[V^1; …; V^L]`` (``V^ℓ = W^ℓ ⋯ W^1``), followed by one
+  sigmoid over all layers at once (reconstruction §1);
+- the backward pass is written out: the gradients of a DLGN are a few products of the forward's
+  own tensors (``dU^ℓ = (dh^ℓ ⊙ G^ℓ)ᵀ h^{ℓ-1}``, ``dG^ℓ = dh^ℓ ⊙ U^ℓ h^{ℓ-1}``, ``dη = β dG ⊙
+  G ⊙ (1 - G)``, ``dV = dηᵀ x``, then the chain ``V^ℓ = W^ℓ V^{ℓ-1}`` back to each ``W^ℓ``); they go
+  straight into one flat gradient buffer;
+- one fused Adam (or SGD) step updates the whole buffer: both optimisers are element-wise, so this
+  is exactly each seed's own optimiser;
+- evaluation runs in cache-sized chunks under ``no_grad``; with ``config.curves`` off only the
+  validation split is evaluated each epoch (lean epochs); the best-validation state of every
+  seed is kept on the device with one ``where`` per evaluation (no host copies).
+
+Each seed keeps its own run: its init is ``train.make_model``'s, its minibatches are drawn as in
+``train.train`` (or taken in the data's order when ``config.shuffle`` is off), and evaluation,
+snapshots and best-state selection follow ``train.train``. The runs equal ``train.train``'s up to
+float rounding (``tests/test_fused.py``). Denormal floats are flushed to zero while this trainer
+runs (saturated sigmoids produce them, and they are slow on CPUs); the previous setting is
+restored afterwards.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+
+import torch
+from tqdm.auto import tqdm
+
+from . import data, models
+from .config import RunConfig, snapshot_epochs
+from .losses import loss_gradient, task_loss, task_metric
+from .train import (SPLITS, Run, _batches, eval_splits, history_and_meta, load_dataset, loss_margin,
+                    make_model, make_optimizer, quiet)
+
+#: The kinds this trainer handles (the fully connected ones).
+FUSED_KINDS = models.MODEL_KINDS
+#: Evaluation and training go through the inputs in chunks of rows whose gate tensors
+#: (S × rows × Σm floats) take about this many bytes, so that the working set stays in a core's
+#: cache and temporaries are reused rather than freshly mapped (training sums the gradients of
+#: its chunks).
+EVAL_CHUNK_BYTES = 1 << 20
+TRAIN_CHUNK_BYTES = 1 << 19
+
+
+def _chunk_rows(n: int, budget: int, bytes_per_row: int) -> int:
+    """Rows per chunk: n split into the fewest equal chunks of at most ``budget`` bytes (≥ 64 rows)."""
+    n_chunks = max(1, -(-n * bytes_per_row // budget))
+    return max(64, -(-n // n_chunks))
+
+
+def check_same_but_seed(configs: list[RunConfig]) -> None:
+    """Raise ``ValueError`` unless the configs are equal except for distinct seeds."""
+    if not configs:
+        raise ValueError("configs: need at least one config")
+    base = configs[0].replace(seed=0)
+    for config in configs:
+        if config.replace(seed=0) != base:
+            raise ValueError(f"configs: every config must equal the first except for its seed; "
+                             f"{config.label()} differs in more than the seed")
+    seeds = [c.seed for c in configs]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"configs: seeds must be distinct, got {seeds}")
+
+
+class StackedParameters:
+    """The parameters of S models of one architecture in flat buffers, with named views.
+
+    ``flat`` holds the trainable parameters (what the optimiser updates, gradient in ``grad``),
+    ``frozen`` the others. Each parameter is one contiguous (S, *shape) block of its buffer, so
+    that batched products read and write it directly; ``view(name)`` is that block.
+    """
+
+    def __init__(self, seed_models: list[torch.nn.Module]):
+        named = list(seed_models[0].named_parameters())
+        self.names = [n for n, _ in named]
+        self.shapes = {n: tuple(p.shape) for n, p in named}
+        self.trainable = {n: p.requires_grad for n, p in named}
+        self.n_seeds = S = len(seed_models)
+        per_model = [dict(m.named_parameters()) for m in seed_models]
+
+        def stack(part: bool) -> torch.Tensor:
+            blocks = [torch.stack([pm[n].detach() for pm in per_model]).reshape(-1)
+                      for n in self.names if self.trainable[n] == part]
+            return torch.cat(blocks) if blocks else named[0][1].new_empty(0)
+        self.flat, self.frozen = stack(True), stack(False)
+        self.grad = torch.zeros_like(self.flat)
+        self._where: dict[str, tuple[bool, int, int]] = {}
+        offsets = {True: 0, False: 0}
+        for n, p in named:
+            t = self.trainable[n]
+            self._where[n] = (t, offsets[t], offsets[t] + S * p.numel())
+            offsets[t] += S * p.numel()
+        # The seed of every element of ``flat``: selects whole seeds with one ``where``.
+        self.seed_of = torch.cat([torch.arange(S, device=self.flat.device).repeat_interleave(
+            self.flat.new_empty(self.shapes[n]).numel()) for n in self.names if self.trainable[n]]
+            or [torch.zeros(0, dtype=torch.long, device=self.flat.device)])
+        self._views = {n: self._view_of(n, self.flat, self.frozen) for n in self.names}
+        self._grads = {n: self._view_of(n, self.grad, None) for n in self.names if self.trainable[n]}
+        # A leaf the optimiser accepts; the trainer computes under no_grad, so no graph is built.
+        self.flat.requires_grad_(True)
+
+    def _view_of(self, name: str, trainable: torch.Tensor, frozen: torch.Tensor | None) -> torch.Tensor:
+        t, start, stop = self._where[name]
+        return (trainable if t else frozen)[start:stop].view(self.n_seeds, *self.shapes[name])
+
+    def view(self, name: str) -> torch.Tensor:
+        return self._views[name]
+
+    def grad_view(self, name: str) -> torch.Tensor | None:
+        """The gradient view of a trainable parameter; None for a frozen one."""
+        return self._grads.get(name)
+
+    def has(self, name: str) -> bool:
+        return name in self._views
+
+    def state_dicts(self, flat: torch.Tensor | None = None) -> list[dict[str, torch.Tensor]]:
+        """Each seed's state dict on the CPU (compact copies), from ``flat`` (default: current)."""
+        trainable = (self.flat if flat is None else flat).detach().cpu()
+        frozen = self.frozen.cpu()
+        blocks = {n: self._view_of(n, trainable, frozen) for n in self.names}
+        return [{n: blocks[n][s].clone() for n in self.names} for s in range(self.n_seeds)]
+
+
+class _Workspace:
+    """Buffers reused from step to step, by name and shape: a step's large temporaries stay at
+    the same (cached) addresses instead of being allocated afresh."""
+
+    def __init__(self):
+        self._buffers: dict[tuple, torch.Tensor] = {}
+
+    def __call__(self, name: str, like: torch.Tensor, *shape: int) -> torch.Tensor:
+        key = (name, shape)
+        buf = self._buffers.get(key)
+        if buf is None:
+            buf = self._buffers[key] = like.new_empty(shape)
+        return buf
+
+
+def _bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Per-seed products a[s] @ b[s] (a plain matrix product for one seed: faster than bmm)."""
+    if a.shape[0] == 1:
+        if out is None:
+            return torch.mm(a[0], b[0]).unsqueeze(0)
+        torch.mm(a[0], b[0], out=out[0])
+        return out
+    return torch.bmm(a, b, out=out)
+
+
+def _add_bmm(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    """acc[s] += a[s] @ b[s], in place."""
+    if a.shape[0] == 1:
+        acc[0].addmm_(a[0], b[0])
+    else:
+        acc.baddbmm_(a, b)
+
+
+def _times_inputs(W: torch.Tensor, X: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """W[s] @ X[s]ᵀ into ``out`` (S, m, N), from weights (S, m, d) and inputs (N, d) shared by
+    every seed (one matrix product for all seeds) or (S, N, d) per seed."""
+    if X.dim() == 2:
+        S, m, d = W.shape
+        torch.mm(W.reshape(S * m, d), X.T, out=out.view(S * m, X.shape[0]))
+        return out
+    return _bmm(W, X.transpose(1, 2), out=out)
+
+
+def _add_times_inputs(acc: torch.Tensor, D: torch.Tensor, X: torch.Tensor) -> None:
+    """acc[s] += D[s] @ X[s] for D (S, m, N) and inputs X as in ``_times_inputs``."""
+    if X.dim() == 2:
+        S, m, N = D.shape
+        acc.view(S * m, -1).addmm_(D.reshape(S * m, N), X)
+    else:
+        _add_bmm(acc, D, X)
+
+
+# Both passes work feature-major: activations are (S, units, N), so each seed's layer is one
+# contiguous block and element-wise work runs along the long sample axis.
+
+class _DLGNPass:
+    """Forward and written-out backward of S DLGNs (deep, SF or frozen-gate) on stacked weights."""
+
+    def __init__(self, model: models.DLGN, params: StackedParameters):
+        self.p = params
+        self.beta, self.shallow, self.frozen = model.beta, model.shallow, model.frozen_gates
+        self.widths = model.widths
+        self.bias = model.gate_bias
+        self.value_x = model.value_input == "x"
+        self.first_is_matrix = params.shapes["value_first"] != (self.widths[0],)
+        bounds = torch.tensor([0, *self.widths]).cumsum(0).tolist()
+        self.slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def effective(self):
+        """Each gating layer's effective hyperplanes (S, m, d) and biases (S, m) (or None), and
+        all layers' together scaled by β, computed once per step: ``V^ℓ = W^ℓ V^{ℓ-1}``,
+        ``c^ℓ = W^ℓ c^{ℓ-1} + b^ℓ`` (DLGN-SF: the layer itself)."""
+        p, Vs, cs = self.p, [], []
+        for l in range(len(self.widths)):
+            W = p.view(f"gating.{l}.weight")
+            b = p.view(f"gating.{l}.bias") if self.bias else None
+            if self.shallow or l == 0:
+                V, c = W, b
+            else:
+                V = _bmm(W, Vs[-1])
+                c = None if b is None else _bmm(W, cs[-1].unsqueeze(2)).squeeze(2).add_(b)
+            Vs.append(V)
+            cs.append(c)
+        V_all = torch.cat(Vs, dim=1).mul_(self.beta)
+        c_all = torch.cat(cs, dim=1).mul_(self.beta) if self.bias else None
+        return Vs, cs, V_all, c_all
+
+    def forward(self, X: torch.Tensor, ws: _Workspace, eff=None):
+        """Outputs (S, k, N) for inputs X (N, d) or (S, N, d), and what backward needs (in
+        workspace buffers, valid until the next call)."""
+        Vs, cs, V_all, c_all = self.effective() if eff is None else eff
+        S, N, M = self.p.n_seeds, X.shape[-2], V_all.shape[1]
+        G = _times_inputs(V_all, X, ws("G", X, S, M, N))    # β η of every layer: (S, Σm, N)
+        if c_all is not None:
+            G.add_(c_all.unsqueeze(2))
+        G.sigmoid_()                                        # soft gates σ(β η)
+        acts, hs = [], []
+        h = None
+        vf = self.p.view("value_first")
+        for l, (sl, m) in enumerate(zip(self.slices, self.widths)):
+            if l == 0:
+                if self.value_x:
+                    a = _times_inputs(vf, X, ws("a0", X, S, m, N))
+                else:   # u^1, learned directly or as U^1 1
+                    a = (vf.sum(dim=2) if self.first_is_matrix else vf).unsqueeze(2)
+            else:
+                a = _bmm(self.p.view(f"value_layers.{l - 1}.weight"), h, out=ws(f"a{l}", X, S, m, N))
+            h = torch.mul(G[:, sl], a, out=ws(f"h{l}", X, S, m, N))
+            acts.append(a)
+            hs.append(h)
+        out = _bmm(self.p.view("head.weight"), h, out=ws("out", X, S, self.p.shapes["head.weight"][0], N))
+        return out, (X, G, acts, hs)
+
+    def new_accumulator(self, like: torch.Tensor):
+        """Zeroed sums of d loss/d(βV) and d loss/d(βc) over a step's chunks (None with frozen
+        gates)."""
+        if self.frozen:
+            return None
+        S, M, d = self.p.n_seeds, sum(self.widths), like.shape[-1]
+        return like.new_zeros(S, M, d), (like.new_zeros(S, M) if self.bias else None)
+
+    def backward(self, cache, dout: torch.Tensor, acc, ws: _Workspace) -> None:
+        """Add the gradients of Σ_s loss_s on one chunk (given dout = d loss/d out, (S, k, N)) to
+        ``params.grad``, and the gating network's to ``acc``."""
+        X, G, acts, hs = cache
+        p = self.p
+        S, N = G.shape[0], G.shape[2]
+        _add_bmm(p.grad_view("head.weight"), dout, hs[-1].transpose(1, 2))
+        dh = _bmm(p.view("head.weight").transpose(1, 2), dout, out=ws("dh0", G, S, self.widths[-1], N))
+        dG = None if acc is None else ws("dG", G, *G.shape)
+        for l in range(len(self.widths) - 1, -1, -1):
+            sl = self.slices[l]
+            if dG is not None:
+                torch.mul(dh, acts[l], out=dG[:, sl])
+            da = torch.mul(dh, G[:, sl], out=ws("da", G, S, self.widths[l], N))
+            if l > 0:
+                U = p.view(f"value_layers.{l - 1}.weight")
+                _add_bmm(p.grad_view(f"value_layers.{l - 1}.weight"), da, hs[l - 1].transpose(1, 2))
+                dh = _bmm(U.transpose(1, 2), da, out=ws(f"dh{l % 2}", G, S, self.widths[l - 1], N))
+            elif self.value_x:
+                _add_times_inputs(p.grad_view("value_first"), da, X)
+            elif self.first_is_matrix:   # u^1 = U^1 1: every column of U^1 gets du^1
+                p.grad_view("value_first").add_(da.sum(dim=2).unsqueeze(2))
+            else:
+                p.grad_view("value_first").add_(da.sum(dim=2))
+        if dG is None:
+            return
+        # d loss/d(βη) = dG ⊙ G ⊙ (1 - G) = t - t ⊙ G with t = dG ⊙ G (in place: no temporary)
+        dG.mul_(G).addcmul_(dG, G, value=-1.0)
+        dV, dc = acc
+        _add_times_inputs(dV, dG, X)
+        if dc is not None:
+            dc.add_(dG.sum(dim=2))
+
+    def finish(self, acc, eff) -> None:
+        """The gating weights' gradients from the step's d loss/d(βV) and d loss/d(βc)."""
+        if acc is None:
+            return
+        p, (Vs, cs, _, _), (dV, dc) = self.p, eff, acc
+        dV.mul_(self.beta)
+        if dc is not None:
+            dc.mul_(self.beta)
+        for l in range(len(self.widths) - 1, -1, -1):
+            sl = self.slices[l]
+            gW = p.grad_view(f"gating.{l}.weight")
+            if self.shallow or l == 0:
+                gW.copy_(dV[:, sl])
+                if dc is not None:
+                    p.grad_view(f"gating.{l}.bias").copy_(dc[:, sl])
+                continue
+            # V^l = W^l V^{l-1} and c^l = W^l c^{l-1} + b^l pass their gradients down the chain
+            W, prev = p.view(f"gating.{l}.weight"), self.slices[l - 1]
+            gW.copy_(_bmm(dV[:, sl], Vs[l - 1].transpose(1, 2)))
+            _add_bmm(dV[:, prev], W.transpose(1, 2), dV[:, sl])
+            if dc is not None:
+                _add_bmm(gW, dc[:, sl].unsqueeze(2), cs[l - 1].unsqueeze(1))
+                p.grad_view(f"gating.{l}.bias").copy_(dc[:, sl])
+                _add_bmm(dc[:, prev].unsqueeze(2), W.transpose(1, 2), dc[:, sl].unsqueeze(2))
+
+
+class _MLPPass:
+    """Forward and written-out backward of S ReLU nets or deep linear nets on stacked weights."""
+
+    def __init__(self, model: torch.nn.Module, params: StackedParameters):
+        self.p = params
+        self.relu = isinstance(model, models.ReLUNet)
+        self.depth, self.widths = model.depth, model.widths
+        self.bias = params.has("layers.0.bias")
+
+    def effective(self):
+        return None
+
+    def new_accumulator(self, like: torch.Tensor):
+        return None
+
+    def finish(self, acc, eff) -> None:
+        pass
+
+    def forward(self, X: torch.Tensor, ws: _Workspace, eff=None):
+        """Outputs (S, k, N) for inputs X (N, d) or (S, N, d), and what backward needs."""
+        S, N = self.p.n_seeds, X.shape[-2]
+        h, hs = X, [X]
+        for l, m in enumerate(self.widths):
+            W, buf = self.p.view(f"layers.{l}.weight"), ws(f"h{l}", X, S, m, N)
+            h = _times_inputs(W, h, buf) if l == 0 else _bmm(W, h, out=buf)
+            if self.bias:
+                h.add_(self.p.view(f"layers.{l}.bias").unsqueeze(2))
+            if self.relu:
+                h.relu_()
+            hs.append(h)
+        out = _bmm(self.p.view("head.weight"), h, out=ws("out", X, S, self.p.shapes["head.weight"][0], N))
+        return out, hs
+
+    def backward(self, hs, dout: torch.Tensor, acc, ws: _Workspace) -> None:
+        """Add the gradients of Σ_s loss_s on one chunk to ``params.grad``."""
+        p = self.p
+        S, N = dout.shape[0], dout.shape[2]
+        _add_bmm(p.grad_view("head.weight"), dout, hs[-1].transpose(1, 2))
+        dh = _bmm(p.view("head.weight").transpose(1, 2), dout, out=ws("dh0", dout, S, self.widths[-1], N))
+        for l in range(self.depth - 1, -1, -1):
+            dz = torch.ops.aten.threshold_backward(dh, hs[l + 1], 0) if self.relu else dh
+            if l == 0:
+                _add_times_inputs(p.grad_view("layers.0.weight"), dz, hs[0])
+            else:
+                _add_bmm(p.grad_view(f"layers.{l}.weight"), dz, hs[l].transpose(1, 2))
+            if self.bias:
+                p.grad_view(f"layers.{l}.bias").add_(dz.sum(dim=2))
+            if l > 0:
+                dh = _bmm(p.view(f"layers.{l}.weight").transpose(1, 2), dz,
+                          out=ws(f"dh{l % 2}", dout, S, self.widths[l - 1], N))
+
+
+def _pass_for(model: torch.nn.Module, params: StackedParameters):
+    return _DLGNPass(model, params) if isinstance(model, models.DLGN) else _MLPPass(model, params)
+
+
+@contextlib.contextmanager
+def _flushed_denormals():
+    """Flush denormals to zero inside the block, then back to PyTorch's default (off)."""
+    torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
+
+
+def train_seeds(configs, *, device=None, progress: bool | None = None,
+                dataset: data.Dataset | None = None) -> list[Run]:
+    """Train fully connected configs that differ only in ``seed`` together; one ``Run`` each.
+
+    Args:
+        configs: ``RunConfig`` s of a kind in ``FUSED_KINDS``, equal except for distinct seeds
+            (one config is the S = 1 case).
+        device: torch device; default CUDA when present, else CPU.
+        progress: show a tqdm bar; default on unless ``train.quiet()``.
+        dataset: the dataset, if already loaded (else loaded from the configs' data spec).
+
+    Returns:
+        Runs as ``train.train`` returns them (same history keys, snapshot epochs, best-state rule
+        and meta keys), with ``meta["engine"]`` = "fused", ``meta["seeds_together"]`` = S and
+        ``meta["seconds"]`` the wall time of the whole group.
+    """
+    configs = list(configs)
+    check_same_but_seed(configs)
+    config, n_seeds = configs[0], len(configs)
+    if config.model.kind not in FUSED_KINDS:
+        raise ValueError(f"model kind {config.model.kind!r} is not fully connected; the fused trainer "
+                         f"handles {list(FUSED_KINDS)} (conv kinds train through dlgn_lib.batched)")
+    device = torch.device(device) if device is not None else models.default_device()
+    ds = dataset if dataset is not None else load_dataset(config.data)
+    with _flushed_denormals() if device.type == "cpu" else contextlib.nullcontext(), torch.no_grad():
+        return _train(configs, config, n_seeds, device, ds, progress)
+
+
+def _train(configs, config, n_seeds, device, ds, progress) -> list[Run]:
+    seed_models = [make_model(c, ds).to(device) for c in configs]
+    params = StackedParameters(seed_models)
+    net = _pass_for(seed_models[0], params)
+    opt = make_optimizer(config, [params.flat], fused=True) if params.flat.numel() else None
+    margin = loss_margin(config)
+    splits = {s: (getattr(ds, f"x_{s}").to(device), getattr(ds, f"y_{s}").to(device)) for s in SPLITS}
+    x_train, y_train = splits["train"]
+    n_train = x_train.shape[0]
+    shuffles = [torch.Generator().manual_seed(c.seed) for c in configs]
+    snap_at = set(snapshot_epochs(config.epochs, config.n_snapshots))
+    width_sum = sum(config.model.widths)
+    chunk = _chunk_rows(len(splits["val"][0]), EVAL_CHUNK_BYTES, n_seeds * width_sum * x_train.element_size())
+    train_chunk = _chunk_rows(config.batch_size or n_train, TRAIN_CHUNK_BYTES,
+                              n_seeds * width_sum * x_train.element_size())
+
+    ws = _Workspace()
+
+    def outputs(x: torch.Tensor, flat: torch.Tensor | None = None) -> torch.Tensor:
+        """Outputs (S, N, k) of every seed on inputs x (N, d), in chunks (with ``flat``'s weights)."""
+        saved = None
+        if flat is not None:
+            saved = params.flat.clone()
+            params.flat.copy_(flat)
+        try:
+            # clone: each chunk's output buffer is reused by the next chunk
+            return torch.cat([net.forward(c, ws)[0].clone() for c in x.split(chunk)], dim=2).transpose(1, 2)
+        finally:
+            if saved is not None:
+                params.flat.copy_(saved)
+
+    def scores(which, flat=None) -> torch.Tensor:
+        """(S, 6) losses and metrics on ``SPLITS`` (NaN where not in ``which``)."""
+        cols = []
+        for s in SPLITS:
+            if s in which:
+                x, y = splits[s]
+                out = outputs(x, flat)
+                cols += [task_loss(out, y, ds.task, margin), task_metric(out, y, ds.task)]
+            else:
+                cols += [x_train.new_full((n_seeds,), float("nan"))] * 2
+        return torch.stack(cols, dim=1)
+
+    records: list[torch.Tensor] = []
+    evaluated: list[int] = []
+    snapshots: list[dict[int, dict[str, torch.Tensor]]] = [{} for _ in configs]
+    best_val = torch.full((n_seeds,), -float("inf"), device=device, dtype=x_train.dtype)
+    best_epoch = torch.zeros(n_seeds, dtype=torch.long, device=device)
+    best_flat = params.flat.detach().clone()
+
+    def evaluate(epoch: int):
+        nonlocal best_val, best_epoch
+        rows = scores(eval_splits(config, epoch, snap_at))
+        # Strictly better validation metric, as in train.train: the first best epoch wins.
+        better = rows[:, 3] > best_val
+        best_val = torch.where(better, rows[:, 3], best_val)
+        best_epoch = torch.where(better, epoch, best_epoch)
+        torch.where(better[params.seed_of], params.flat, best_flat, out=best_flat)
+        records.append(rows)
+        evaluated.append(epoch)
+
+    def snapshot(epoch: int):
+        for s, state in enumerate(params.state_dicts()):
+            snapshots[s][epoch] = state
+
+    def step(X: torch.Tensor, y: torch.Tensor):
+        """One optimiser step on a minibatch X (B, d) shared by the seeds or (S, B, d), targets
+        y (B,) or (S, B), in chunks of rows whose gradients add up."""
+        params.grad.zero_()
+        eff = net.effective()
+        acc = net.new_accumulator(X)
+        n = X.shape[-2]
+        for start in range(0, n, train_chunk):
+            Xc = X[..., start:start + train_chunk, :]
+            yc = y[..., start:start + train_chunk]
+            out, cache = net.forward(Xc, ws, eff=eff)
+            dout = loss_gradient(out.transpose(1, 2), yc, ds.task, margin, n=n).transpose(1, 2)
+            net.backward(cache, dout, acc, ws)
+        net.finish(acc, eff)
+        params.flat.grad = params.grad
+        opt.step()
+
+    start = time.perf_counter()
+    evaluate(0)
+    snapshot(0)
+    show = (not quiet()) if progress is None else progress
+    label = config.label() if n_seeds == 1 else f"{config.label()} ×{n_seeds} seeds"
+    for epoch in tqdm(range(1, config.epochs + 1), desc=label, disable=not show, leave=False):
+        if opt is not None:
+            orders = [_batches(n_train, config.batch_size, g, config.shuffle) for g in shuffles]
+            for parts in zip(*orders):
+                idx = parts[0]
+                if idx is None or isinstance(idx, slice):   # the same rows for every seed
+                    xb, yb = (x_train, y_train) if idx is None else (x_train[idx], y_train[idx])
+                    step(xb, yb)
+                else:   # seed s's own minibatch: (S, B, d) inputs
+                    rows = torch.stack(parts).to(device)
+                    step(x_train[rows], y_train[rows])
+        if epoch % config.eval_every == 0 or epoch == config.epochs:
+            evaluate(epoch)
+        if epoch in snap_at:
+            snapshot(epoch)
+    seconds = time.perf_counter() - start
+
+    tables = torch.stack(records, dim=1).cpu().tolist()   # (S, evaluations, 6)
+    best_vals, best_epochs = best_val.cpu().tolist(), best_epoch.cpu().tolist()
+    best_states = params.state_dicts(best_flat)
+    lean = [math.isnan(tables[s][evaluated.index(best_epochs[s])][5]) for s in range(n_seeds)]
+    test_at_best = [None] * n_seeds
+    if any(lean):   # a best epoch without a test evaluation: evaluate the best states on test
+        tests = scores(("test",), best_flat)[:, 5].cpu().tolist()
+        test_at_best = [t if is_lean else None for t, is_lean in zip(tests, lean)]
+    out = []
+    for s, cfg in enumerate(configs):
+        history, meta = history_and_meta(tables[s], evaluated, best_vals[s], best_epochs[s], ds, device,
+                                         seed_models[s], seconds, test_at_best[s])
+        meta.update(engine="fused", seeds_together=n_seeds)
+        out.append(Run(cfg, history, snapshots[s], best_states[s], meta))
+    return out
