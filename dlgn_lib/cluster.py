@@ -1,0 +1,188 @@
+"""Dask (``dask.distributed``) for the series and for many-config training.
+
+    with cluster.client() as c:                              # LocalCluster: one worker per core
+        got = cluster.get_or_train_distributed(configs, c)   # runs, in the order of configs
+    with cluster.client(scheduler="tcp://host:8786") as c:   # an existing cluster
+        ...
+
+The local cluster listens on 127.0.0.1 only, has no dashboard, and runs one single-threaded worker
+process per core (``processes=True``, ``threads_per_worker=1``) without a memory limit: its tasks
+are notebook executions and training runs, not Dask collections, so there is nothing to spill.
+Worker processes inherit this process's environment, the ``DLGN_*`` locations included; set them
+before entering :func:`client`. Workers of an existing cluster must see the repository at the same
+path and the same run cache folder (``DLGN_RUNS_DIR``, on a file system whose ``flock`` locks hold
+across machines), and should be started with ``--nthreads 1``: torch uses one thread per process
+(``DLGN_NUM_THREADS``), and a worker process executes one notebook at a time whatever its thread
+count (papermill changes the process's working directory while it runs one).
+
+The run cache's per-config file locks keep one writer per entry whichever worker trains it, and
+its atomic writes mean a worker killed mid-run leaves no entry behind (at worst a ``.tmp-*``
+folder, when killed while writing, which is never read as an entry): Dask runs the task again on
+another worker, which trains the config from scratch.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from distributed import Client, LocalCluster, get_worker
+from distributed.comm import get_address_host_port
+
+from . import locations, runs
+from .config import RunConfig
+from .train import Run
+
+#: Seconds to wait for an existing scheduler to answer, and then for it to have a worker.
+CONNECT_TIMEOUT = 10.0
+
+
+class ClusterUnavailable(ConnectionError):
+    """The Dask scheduler cannot be reached, or has no workers; the message names its address."""
+
+
+def check_options(workers: int | None = None, scheduler: str | None = None) -> None:
+    """Raise ValueError for a worker count below 1, a malformed scheduler address, or both given."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"--workers: {workers!r} is not a positive integer")
+    if scheduler is not None:
+        try:
+            get_address_host_port(scheduler)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(
+                f"--scheduler: {scheduler!r} is not a scheduler address ({exc}); write it as tcp://HOST:PORT"
+            ) from None
+    if workers is not None and scheduler is not None:
+        raise ValueError("--workers and --scheduler exclude each other: an existing cluster has its own workers")
+
+
+def local_cluster_options(workers: int | None = None) -> dict:
+    """Keyword arguments of the ``LocalCluster``: ``workers`` processes (default one per core)."""
+    check_options(workers)
+    return {
+        "n_workers": workers if workers is not None else (os.cpu_count() or 1),
+        "threads_per_worker": 1,
+        "processes": True,
+        "host": "127.0.0.1",
+        "dashboard_address": None,
+        # The scheduler's plain HTTP endpoints (health, metrics): loopback, any free port, not 8787.
+        "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+        "memory_limit": 0,
+    }
+
+
+def connect(address: str, timeout: float | None = None) -> Client:
+    """A client of the scheduler at ``address`` that has at least one worker.
+
+    Raises:
+        ValueError: ``address`` is not an address (``tcp://HOST:PORT``).
+        ClusterUnavailable: nothing answers at ``address`` within ``timeout`` seconds (default
+            :data:`CONNECT_TIMEOUT`), or the scheduler still has no worker after as long.
+    """
+    check_options(scheduler=address)
+    timeout = CONNECT_TIMEOUT if timeout is None else timeout
+    try:
+        c = Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise ClusterUnavailable(
+            f"cannot reach a Dask scheduler at {address} within {timeout:g} s "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+    try:
+        c.wait_for_workers(1, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        c.close()
+        raise ClusterUnavailable(
+            f"the Dask scheduler at {address} has no workers after {timeout:g} s; "
+            f"start them with `dask worker {address} --nthreads 1`"
+        ) from exc
+    return c
+
+
+@contextlib.contextmanager
+def client(workers: int | None = None, scheduler: str | None = None) -> Iterator[Client]:
+    """A Dask client for the duration of a ``with`` block, closed (with its cluster) after it.
+
+    Args:
+        workers: worker processes of the local cluster (default: ``os.cpu_count()``).
+        scheduler: address of an existing scheduler, e.g. ``tcp://host:8786``; no local cluster
+            is started then.
+
+    Raises:
+        ValueError: ``workers`` below 1, a malformed ``scheduler``, or both given.
+        ClusterUnavailable: ``scheduler`` cannot be reached or has no workers.
+    """
+    check_options(workers, scheduler)
+    if scheduler is not None:
+        c = connect(scheduler)
+        try:
+            yield c
+        finally:
+            c.close()
+        return
+    with LocalCluster(**local_cluster_options(workers)) as cluster, Client(cluster, set_as_default=False) as c:
+        yield c
+
+
+def worker_address() -> str:
+    """Address of the Dask worker running the calling task ("this process" outside a worker)."""
+    try:
+        return get_worker().address
+    except ValueError:
+        return "this process"
+
+
+def seed_groups(configs: Iterable[RunConfig]) -> list[list[RunConfig]]:
+    """Configs equal in everything but ``seed``, grouped as ``runs.get_or_train_many`` groups them.
+
+    Groups are in order of first appearance; a config listed twice appears once.
+    """
+    groups: dict[str, dict[str, RunConfig]] = {}
+    for config in configs:
+        groups.setdefault(config.replace(seed=0).key(), {}).setdefault(config.key(), config)
+    return [list(group.values()) for group in groups.values()]
+
+
+def get_or_train_group(configs: list[RunConfig], runs_dir: str, device=None, verbose: bool = False) -> list[Run]:
+    """The task behind :func:`get_or_train_distributed`: ``runs.get_or_train_many`` in a worker.
+
+    Raises:
+        RuntimeError: the worker's run cache is not ``runs_dir`` (the caller's), so the runs it
+            trained would be invisible to the caller's later ``get_or_train``.
+    """
+    here = locations.runs_dir()
+    if here != Path(runs_dir):
+        raise RuntimeError(
+            f"worker {worker_address()} uses the run cache {here}, the client {runs_dir}; "
+            f"start the workers with DLGN_RUNS_DIR={runs_dir}"
+        )
+    return runs.get_or_train_many(configs, device=device, progress=False, verbose=verbose)
+
+
+def get_or_train_distributed(configs: Iterable[RunConfig], client: Client, *, device=None,
+                             verbose: bool = False) -> list[Run]:
+    """``runs.get_or_train_many`` spread over the workers of ``client``; runs in input order.
+
+    Each group of configs that differ only in seed (:func:`seed_groups`) is one task, so its
+    missing seeds still train together, as ``runs.get_or_train_many`` trains them. A task whose
+    worker dies is run again by Dask on another worker. ``verbose`` prints the "loaded run …" /
+    "training …" lines on the workers' standard output.
+
+    Raises:
+        RuntimeError: a worker's run cache differs from this process's (see
+            :func:`get_or_train_group`); any error of the training itself; Dask's
+            ``KilledWorker`` when a group's workers died too often.
+    """
+    configs = list(configs)
+    groups = seed_groups(configs)
+    runs_dir = str(locations.runs_dir())
+    futures = [client.submit(get_or_train_group, members, runs_dir, device, verbose, pure=False)
+               for members in groups]
+    try:
+        trained = client.gather(futures)
+    except BaseException:
+        client.cancel(futures)   # the groups not started yet need not run
+        raise
+    found = {c.key(): run for members, got in zip(groups, trained) for c, run in zip(members, got)}
+    return [found[c.key()] for c in configs]
