@@ -1,30 +1,47 @@
 """Run the notebook series headlessly and summarise each notebook's verdict (SPEC §4, §5).
 
     python -m dlgn_lib.series run [--profile quick|full] [--only 05 07 ...] [--kernel NAME]
+                                  [--workers N | --scheduler ADDRESS]
 
 Each ``notebooks/NN_*.ipynb`` is executed by papermill with ``PROFILE`` injected into its
-``parameters`` cell, in the notebooks folder, into ``build/notebooks/``. A failing notebook does
-not stop the others; the summary table lists every notebook with its status, its run time and
-the lines it printed that contain "SUPPORTED" (its verdict). The exit status is 1 when any
-notebook failed, 2 for bad arguments (checked before anything runs).
+``parameters`` cell, in the notebooks folder, into ``build/notebooks/``. The executions are tasks
+of a Dask cluster (:mod:`dlgn_lib.cluster`), so notebooks run side by side: by default a local
+cluster on 127.0.0.1 with one single-threaded worker process per core (no more than there are
+notebooks to run); ``--workers N`` sets the count, ``--scheduler tcp://HOST:8786`` uses an
+existing cluster instead, whose workers must see the repository at the same path and share the
+run cache (``DLGN_RUNS_DIR``). Each notebook's kernel is a process of its own, using one torch
+thread (``DLGN_NUM_THREADS``, default 1); notebooks that need the same run wait for each other on
+the run cache's lock and then load it.
+
+A failing notebook does not stop the others; progress lines are printed as notebooks start and
+finish, and the summary table lists every notebook, in series order, with its status, its run
+time and the lines it printed that contain "SUPPORTED" (its verdict). The exit status is 1 when
+any notebook failed, 2 for bad arguments (checked before any cluster is started) or an
+unreachable ``--scheduler``.
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import re
 import sys
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import papermill
+from distributed import as_completed, get_worker
 from ipykernel.kernelspec import RESOURCES, get_kernel_dict
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import KernelManager
 from traitlets import default
 
+from dlgn_lib import cluster
 from dlgn_lib.config import PROFILES
 from dlgn_lib.locations import REPO_ROOT, build_dir, display_path
 
@@ -169,6 +186,70 @@ def run_notebook(notebook: Path, output_dir: Path, profile: str, kernel_name: st
     return Result(notebook.name, error, message, seconds, verdicts, output)
 
 
+# papermill changes the process's working directory while it executes a notebook, so one process
+# executes one notebook at a time, even on a Dask worker with several threads.
+_ONE_NOTEBOOK_AT_A_TIME = threading.Lock()
+
+
+def run_notebook_task(notebook: Path, output_dir: Path, profile: str, kernel_name: str, topic: str | None) -> Result:
+    """:func:`run_notebook` as a Dask task: logs a start event on ``topic`` (a dict with the
+    notebook's name and the worker's address), and fails clearly when the worker cannot see the
+    notebook (a worker of another machine without the repository at the same path)."""
+    with _ONE_NOTEBOOK_AT_A_TIME:
+        return _run_notebook_task(notebook, output_dir, profile, kernel_name, topic)
+
+
+def _run_notebook_task(notebook: Path, output_dir: Path, profile: str, kernel_name: str, topic: str | None) -> Result:
+    if topic is not None:
+        try:
+            worker = get_worker()
+        except ValueError:  # called outside a worker
+            pass
+        else:
+            worker.log_event(topic, {"notebook": notebook.name, "worker": worker.address})
+    if not notebook.is_file():
+        message = (f"worker {cluster.worker_address()} has no file {notebook}; "
+                   f"workers must see the repository at the same path")
+        return Result(notebook.name, "FileNotFoundError", message, 0.0, (), output_dir / notebook.name)
+    return run_notebook(notebook, output_dir, profile, kernel_name)
+
+
+def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile: str, kernel_name: str,
+                   progress: Callable[[str], None] | None) -> list[Result]:
+    """Submit one task per notebook, report them as they start and finish; results in series order."""
+    topic = f"dlgn-series-{uuid.uuid4().hex}"   # one per call: runs sharing a cluster do not mix
+    if progress:
+        def started(event):
+            _, message = event
+            progress(f"running {message['notebook']} (profile {profile}) on {message['worker']} ...")
+        client.subscribe_topic(topic, started)
+    submitted = time.perf_counter()
+    futures = {
+        client.submit(run_notebook_task, notebook, output_dir, profile, kernel_name, topic if progress else None,
+                      pure=False, key=f"notebook-{notebook.stem}-{uuid.uuid4().hex[:8]}"): notebook
+        for notebook in notebooks
+    }
+    results = {}
+    try:
+        for future in as_completed(futures, loop=client.loop):
+            notebook = futures[future]
+            try:
+                result = future.result()
+            except (Exception, asyncio.CancelledError) as exc:  # its workers died too often, or it was cancelled
+                result = Result(notebook.name, type(exc).__name__, str(exc), time.perf_counter() - submitted, (),
+                                output_dir / notebook.name)
+            results[notebook] = result
+            if progress:
+                progress(f"  {notebook.name}: {result.status} in {result.seconds:.1f} s")
+    except BaseException:   # interrupted: the notebooks not started yet need not run
+        client.cancel(list(futures))
+        raise
+    finally:
+        if progress:
+            client.unsubscribe_topic(topic)
+    return [results[notebook] for notebook in notebooks]
+
+
 def run_series(
     folder: Path | str | None = None,
     *,
@@ -177,8 +258,11 @@ def run_series(
     kernel_name: str = CURRENT_INTERPRETER_KERNEL,
     output_dir: Path | str | None = None,
     progress: Callable[[str], None] | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    client=None,
 ) -> list[Result]:
-    """Execute the series (or the notebooks in ``only``) and return one Result per notebook.
+    """Execute the series (or the notebooks in ``only``) on Dask; one Result per notebook, in order.
 
     Args:
         folder: where the notebooks are (default: the repository's notebooks/).
@@ -186,30 +270,37 @@ def run_series(
         only: notebook ids such as ``"05"``; None runs them all.
         kernel_name: Jupyter kernel; the default runs this interpreter, whatever specs are installed.
         output_dir: where executed copies go (default: ``build/notebooks``).
-        progress: called with a line before and after each notebook (e.g. ``print``).
+        progress: called with a line as each notebook starts and finishes (e.g. ``print``); it
+            may be called from the Dask client's thread.
+        workers: worker processes of the local cluster (default: one per core, at most one per
+            notebook).
+        scheduler: address of an existing Dask scheduler to use instead of a local cluster.
+        client: a ``distributed.Client`` to use as it is (no cluster is started or closed).
 
     Raises:
-        ValueError: bad ``profile``, ``only`` or ``kernel_name``, or no notebooks in ``folder``;
-            raised before any notebook runs.
+        ValueError: bad ``profile``, ``only``, ``kernel_name`` or ``workers``, ``workers`` with
+            ``scheduler``, or no notebooks in ``folder``; raised before any cluster is started.
+        cluster.ClusterUnavailable: ``scheduler`` cannot be reached or has no workers.
     """
     check_profile(profile)
     check_kernel(kernel_name)
+    cluster.check_options(workers, scheduler)
+    if client is not None and (workers is not None or scheduler is not None):
+        raise ValueError("give a client, or workers/scheduler to start one, not both")
     notebooks = find_notebooks(folder)
     if not notebooks:
         raise ValueError(f"no notebooks named NN_*.ipynb in {display_path(folder or REPO_ROOT / 'notebooks')}")
     notebooks = select_notebooks(notebooks, only)
     # Absolute, because papermill saves the copy from inside the notebooks folder.
     output_dir = Path(output_dir).resolve() if output_dir is not None else build_dir() / "notebooks"
-    output_dir.mkdir(parents=True, exist_ok=True)
-    results = []
-    for notebook in notebooks:
-        if progress:
-            progress(f"running {notebook.name} (profile {profile}) ...")
-        result = run_notebook(notebook, output_dir, profile, kernel_name)
-        if progress:
-            progress(f"  {result.status} in {result.seconds:.1f} s")
-        results.append(result)
-    return results
+    if client is not None:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        return _run_on_client(client, notebooks, output_dir, profile, kernel_name, progress)
+    if workers is None and scheduler is None:
+        workers = min(os.cpu_count() or 1, len(notebooks))
+    with cluster.client(workers, scheduler) as own_client:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        return _run_on_client(own_client, notebooks, output_dir, profile, kernel_name, progress)
 
 
 def format_summary(results: Sequence[Result]) -> str:
@@ -234,6 +325,12 @@ def format_summary(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.series", description=__doc__.split("\n")[0])
@@ -247,6 +344,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"Jupyter kernel name (default: {CURRENT_INTERPRETER_KERNEL}, this Python interpreter)",
     )
     run.add_argument("--notebooks", type=Path, help="notebooks folder (default: the repository's notebooks/)")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="worker processes of the local Dask cluster (default: one per core, at most one per notebook)",
+    )
+    where.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on an existing Dask cluster, e.g. tcp://HOST:8786, instead of a local one",
+    )
     args = parser.parse_args(argv)
     try:
         results = run_series(
@@ -255,12 +364,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             only=args.only,
             kernel_name=args.kernel,
             progress=lambda text: print(text, flush=True),
+            workers=args.workers,
+            scheduler=args.scheduler,
         )
-    except ValueError as exc:  # only argument checks raise; notebook failures are results
+    except (ValueError, cluster.ClusterUnavailable) as exc:  # notebook failures are results, not errors
         parser.error(str(exc))
     print(format_summary(results))
     return 0 if all(r.ok for r in results) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, not this __main__ copy's: the functions sent to Dask
+    # workers must be importable there as dlgn_lib.series.*.
+    from dlgn_lib.series import main as _main
+
+    sys.exit(_main())

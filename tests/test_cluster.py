@@ -1,22 +1,27 @@
-"""Training on a real Dask LocalCluster: two single-threaded workers on 127.0.0.1.
+"""Training and the series on a real Dask LocalCluster: two single-threaded workers on 127.0.0.1.
 
 One cluster serves the whole module (starting one costs seconds); the run cache goes to a
 temporary folder set in the environment before the workers start, so they inherit it.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
 import cloudpickle
+import nbformat
 import psutil
 import pytest
 import torch
 from distributed import LocalCluster, get_task_stream
+from nbformat.v4 import new_code_cell, new_notebook
 
-from dlgn_lib import cluster, locations, runs
+from dlgn_lib import cluster, locations, runs, series
 from dlgn_lib import config as C
 
 # Helpers below run on the workers; send them by value, whatever name pytest imported this file as.
@@ -36,6 +41,12 @@ def runs_dir(tmp_path_factory):
 def dask_client(runs_dir):
     with cluster.client(workers=2) as client:
         yield client
+
+
+def write_notebook(path: Path, *sources: str, parameters: str | None = None) -> Path:
+    cells = [new_code_cell(parameters, metadata={"tags": ["parameters"]})] if parameters is not None else []
+    nbformat.write(new_notebook(cells=cells + [new_code_cell(source) for source in sources]), path)
+    return path
 
 
 def config(seed=0, widths=(6, 5), epochs=12):
@@ -160,7 +171,145 @@ def test_a_worker_with_another_run_cache_is_refused(dask_client, tmp_path, monke
     assert not (tmp_path / "elsewhere").exists()
 
 
+@pytest.fixture
+def notebooks(tmp_path):
+    """01 runs a second and prints verdicts and where it ran; 02 prints its start, then raises."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    write_notebook(
+        folder / "01_good.ipynb",
+        "import os, time\nprint('start', time.time())",
+        "import torch, dlgn_lib\nprint('threads', torch.get_num_threads())\nprint('parent', os.getppid())",
+        "time.sleep(1.5)\nprint('C1 (paths = forward): SUPPORTED')\nprint('C2 midway: NOT SUPPORTED')",
+        "print('end', time.time())",
+        parameters='PROFILE = "quick"',
+    )
+    write_notebook(folder / "02_bad.ipynb", "import time\nprint('start', time.time())",
+                   "raise ValueError('PROFILE must be quick or full')")
+    return folder
+
+
+def printed(path: Path) -> dict[str, str]:
+    """First word of each printed line -> the rest, from an executed notebook."""
+    cells = nbformat.read(path, as_version=4).cells
+    text = "".join(o.get("text", "") for cell in cells for o in cell.get("outputs", []) if o.get("name") == "stdout")
+    return dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
+
+
+def test_series_on_an_existing_cluster_gives_the_in_process_results(dask_client, notebooks, tmp_path):
+    (tmp_path / "in-process").mkdir()
+    reference = [series.run_notebook(nb, tmp_path / "in-process", "quick", series.CURRENT_INTERPRETER_KERNEL)
+                 for nb in series.find_notebooks(notebooks)]   # the sequential runner, in this process
+    lines = []
+
+    results = series.run_series(notebooks, output_dir=tmp_path / "dask", progress=lines.append,
+                                scheduler=dask_client.scheduler_info()["address"])
+
+    def comparable(result):
+        return dataclasses.replace(result, seconds=0.0, output=Path(result.output.name))
+
+    assert [r.notebook for r in results] == ["01_good.ipynb", "02_bad.ipynb"]
+    assert [comparable(r) for r in results] == [comparable(r) for r in reference]
+    assert series.format_summary([comparable(r) for r in results]) == series.format_summary(
+        [comparable(r) for r in reference])
+    assert results[0].ok and results[1].error == "ValueError"
+    assert results[0].verdicts == ("C1 (paths = forward): SUPPORTED", "C2 midway: NOT SUPPORTED")
+
+    good, bad = printed(tmp_path / "dask" / "01_good.ipynb"), printed(tmp_path / "dask" / "02_bad.ipynb")
+    assert good["threads"] == "1"
+    assert int(good["parent"]) in worker_pids(dask_client)   # the kernel was started by a worker
+    assert float(bad["start"]) < float(good["end"])   # 02 did not wait for 01: side by side
+    for name in ("01_good.ipynb", "02_bad.ipynb"):
+        assert any(line.startswith(f"running {name} (profile quick) on tcp://127.0.0.1:") for line in lines)
+    assert any(line.startswith("  01_good.ipynb: ok in ") for line in lines)
+    assert any(line.startswith("  02_bad.ipynb: FAILED ValueError in ") for line in lines)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def no_cluster(monkeypatch, tmp_path):
+    """Any attempt to start or reach a cluster fails the test; build output goes to tmp_path."""
+    def must_not_start(*args, **kwargs):
+        raise AssertionError("a cluster was started despite bad arguments")
+
+    monkeypatch.setattr(cluster, "client", must_not_start)
+    monkeypatch.setenv("DLGN_BUILD_DIR", str(tmp_path / "build"))
+    return tmp_path / "build"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--workers", "0"], "argument --workers: '0' is not a positive integer"),
+        (["--workers", "two"], "argument --workers: 'two' is not a positive integer"),
+        (["--workers", "2", "--scheduler", "tcp://127.0.0.1:8786"], "not allowed with argument --workers"),
+        (["--workers", "2", "--only", "07"], "unknown notebook id(s) 07; available: 01, 02"),
+        (["--scheduler", "tcp://127.0.0.1:8786", "--profile", "huge"], "unknown profile 'huge'"),
+        (["--scheduler", "http://host:8786"], "--scheduler: 'http://host:8786' is not a scheduler address"),
+        (["--scheduler", "host"], "missing port number in address 'host'); write it as tcp://HOST:PORT"),
+    ],
+)
+def test_bad_arguments_fail_before_any_cluster_starts(notebooks, no_cluster, capsys, arguments, message):
+    with pytest.raises(SystemExit) as exit_info:
+        series.main(["run", "--notebooks", str(notebooks), *arguments])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not no_cluster.exists()
+
+
+def test_run_series_checks_workers_too(notebooks, no_cluster):
+    with pytest.raises(ValueError, match="--workers: 0 is not a positive integer"):
+        series.run_series(notebooks, workers=0)
+    with pytest.raises(ValueError, match="exclude each other"):
+        series.run_series(notebooks, workers=2, scheduler="tcp://127.0.0.1:8786")
+
+
+def test_unreachable_scheduler_exits_2_naming_the_address(notebooks, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setenv("DLGN_BUILD_DIR", str(tmp_path / "build"))
+    address = f"tcp://127.0.0.1:{free_port()}"
+    with pytest.raises(SystemExit) as exit_info:
+        series.main(["run", "--notebooks", str(notebooks), "--scheduler", address])
+    assert exit_info.value.code == 2
+    assert f"error: cannot reach a Dask scheduler at {address} within 1 s" in capsys.readouterr().err
+    assert not (tmp_path / "build").exists()
+
+
 def test_a_scheduler_without_workers_is_reported():
     with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None) as empty:
         with pytest.raises(cluster.ClusterUnavailable, match=f"the Dask scheduler at {empty.scheduler_address} has no workers"):
             cluster.connect(empty.scheduler_address, timeout=0.5)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ([], {"workers": min(os.cpu_count(), 2), "scheduler": None}),   # one per core, at most one per notebook
+        (["--workers", "3"], {"workers": 3, "scheduler": None}),
+        (["--scheduler", "tcp://10.0.0.5:8786"], {"workers": None, "scheduler": "tcp://10.0.0.5:8786"}),
+    ],
+)
+def test_cli_passes_workers_and_scheduler_to_the_cluster(notebooks, tmp_path, monkeypatch, capsys, arguments, expected):
+    asked = []
+
+    @contextlib.contextmanager
+    def fake_client(workers=None, scheduler=None):
+        asked.append({"workers": workers, "scheduler": scheduler})
+        yield "client"
+
+    def fake_run(client, notebooks_, output_dir, profile, kernel_name, progress):
+        assert client == "client"
+        return [series.Result(nb.name, None, "", 0.1, (), output_dir / nb.name) for nb in notebooks_]
+
+    monkeypatch.setattr(cluster, "client", fake_client)
+    monkeypatch.setattr(series, "_run_on_client", fake_run)
+    monkeypatch.setenv("DLGN_BUILD_DIR", str(tmp_path / "build"))
+
+    assert series.main(["run", "--notebooks", str(notebooks), *arguments]) == 0
+    assert asked == [expected]
+    assert "notebooks: 2, ok: 2, failed: 0" in capsys.readouterr().out
