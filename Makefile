@@ -1,7 +1,10 @@
 # dlgn-halfspace: every command runs in .venv, which `make` creates and keeps in step with
 # requirements.lock and pyproject.toml by itself.
 #
-#   make figures [PROFILE=full]   run the notebook series headlessly (figures/, build/notebooks/)
+#   make figures [PROFILE=full] [WORKERS=N]
+#                                 run the notebook series headlessly (figures/, build/notebooks/),
+#                                 notebooks side by side on a local Dask cluster of N worker
+#                                 processes (default: one per core)
 #   make test                     library tests, then nbval on the committed notebooks
 #   make lab                      JupyterLab on 127.0.0.1
 #   make bench                    performance benchmarks (SPEC §6)
@@ -15,6 +18,7 @@
 # The pinned PyTorch wheels are built for CPython 3.11.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 PROFILE ?= quick
+WORKERS ?=
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.dlgn-installed.stamp
@@ -36,7 +40,7 @@ data: venv
 	$(PY) -m dlgn_lib.data prepare
 
 figures: venv data
-	$(PY) -m dlgn_lib.series run --profile $(PROFILE)
+	$(PY) -m dlgn_lib.series run --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
 
 # Two runs, both must pass: the library tests (tests/, every subfolder included), then the
 # committed notebook outputs. pytest's "no tests collected" (exit 5) counts as a failure.
