@@ -6,11 +6,14 @@ sides of a ratio; the table shows the median ratio over repeats and its range. F
 the matrix-multiply FLOPs actually executed (``torch.utils.flop_counter``), compared with the
 float32 matrix-multiply rate measured on the spot.
 
-Rows: DLGN and DLGN-SF training step against a ReLU step (fully connected, Fashion-MNIST shapes);
-16 seeds trained together (``batched.train_seeds``) against one by one (``train.train``); the
-overlap kernel's FLOP rate; the training steps' FLOP rate; and, with ``--series``, the wall time
-of the whole quick series from a cold and from a warm run cache. The table is saved to
-``<build dir>/bench.txt``.
+Rows: the group's SD-I protocol (DLGN 20×5, β 3, Adam 0.02, 10 fixed-order minibatches of 2,000,
+validation accuracy after every epoch) through the package's trainer (``fused.train_seeds``)
+against a plain PyTorch loop, for one seed and for 16 seeds, with the achieved FLOP rates and the
+peak memory of the 16-seed run; DLGN and DLGN-SF training step against a ReLU step (fully
+connected, Fashion-MNIST shapes); 16 circle-data seeds trained together against one by one
+(``train.train``); the overlap kernel's FLOP rate; the training steps' FLOP rate; and, with
+``--series``, the wall time of the whole quick series from a cold and from a warm run cache. The
+table is saved to ``<build dir>/bench.txt``.
 """
 from __future__ import annotations
 
@@ -27,9 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import batched, kernels, locations, models, train
+from . import fused, kernels, locations, models, train
 from .config import DataSpec, ModelSpec, RunConfig
 
 
@@ -51,8 +55,22 @@ class Sizes:
     kernel_layers: int = 4
     kernel_width: int = 128
     matmul_n: int = 4096
+    sd1_n_total: int = 40_000              # SD-I: 20,000 train, 10,000 validation
+    sd1_d: int = 20
+    sd1_widths: tuple[int, ...] = (20,) * 5
+    sd1_batch: int = 2000
+    sd1_epochs: int = 20                   # epochs per timing (the protocol runs 1,501)
+    sd1_seeds: int = 16
     repeats: int = 5
     targets_apply: bool = True             # False at toy sizes: the targets are for SPEC's sizes
+
+    def sd1_configs(self) -> list[RunConfig]:
+        """The group's SD-I protocol (convention "group"), one config per seed."""
+        data = DataSpec.make("odt", d=self.sd1_d, n_total=self.sd1_n_total)
+        model = ModelSpec.make("dlgn", self.sd1_widths, beta=3.0, convention="group")
+        base = RunConfig(data, model, epochs=self.sd1_epochs, lr=0.02, batch_size=self.sd1_batch,
+                         shuffle=False, curves=False, n_snapshots=2)
+        return [base.replace(seed=s) for s in range(self.sd1_seeds)]
 
     def seed_configs(self) -> list[RunConfig]:
         n_eval = self.seed_n_eval
@@ -65,11 +83,12 @@ class Sizes:
 
 MODES = {
     "default": Sizes(),
-    "quick": Sizes(steps=20, repeats=3),
+    "quick": Sizes(steps=20, sd1_epochs=10, repeats=3),
     # Smoke test of the machinery (tests/test_bench.py): toy sizes, one repeat.
     "tiny": Sizes(fc_in=12, fc_widths=(8, 8), fc_classes=3, batch=16, steps=2, n_seeds=2, seed_widths=(4, 4),
                   seed_epochs=3, seed_n_train=16, seed_n_eval=16, seed_eval_every=1, kernel_n=64,
-                  kernel_layers=2, kernel_width=8, matmul_n=64, repeats=1, targets_apply=False),
+                  kernel_layers=2, kernel_width=8, matmul_n=64, sd1_n_total=400, sd1_widths=(6, 6),
+                  sd1_batch=20, sd1_epochs=2, sd1_seeds=2, repeats=1, targets_apply=False),
 }
 SERIES_TARGETS = {"cold": 600.0, "warm": 120.0}   # seconds, SPEC §6
 
@@ -133,7 +152,74 @@ def fc_training_step(kind: str, sizes: Sizes, device: torch.device, seed: int = 
     return step
 
 
-def measure(sizes: Sizes, device: torch.device, say=print) -> tuple[list[Row], list[str]]:
+class PlainDLGN(nn.Module):
+    """The SD-I model as a plain PyTorch user writes it: ``nn.Linear`` layers, PyTorch's init,
+    value input a vector of ones through a d → m_1 layer, logits (-f, f)."""
+
+    def __init__(self, d: int, widths: tuple[int, ...], beta: float):
+        super().__init__()
+        self.beta = beta
+        self.gating = nn.ModuleList(nn.Linear(a, b, bias=False) for a, b in zip((d, *widths[:-1]), widths))
+        self.value = nn.ModuleList(nn.Linear(a, b, bias=False) for a, b in zip((d, *widths[:-1]), widths))
+        self.head = nn.Linear(widths[-1], 1, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        eta, h = x, torch.ones_like(x)
+        for gate, value in zip(self.gating, self.value):
+            eta = gate(eta)
+            h = torch.sigmoid(self.beta * eta) * value(h)
+        f = self.head(h)
+        return torch.cat([-f, f], dim=1)
+
+
+def plain_sd1_loop(config: RunConfig, dataset, device: torch.device):
+    """A straightforward training loop of one SD-I seed: Adam, the minibatches in order,
+    ``loss.backward()``, validation accuracy under ``no_grad`` after every epoch; as a closure that
+    runs ``config.epochs`` epochs."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        model = PlainDLGN(dataset.in_dim, config.model.widths, config.model.kwargs()["beta"]).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+    x, y = dataset.x_train.to(device), (dataset.y_train > 0).long().to(device)
+    xv, yv = dataset.x_val.to(device), (dataset.y_val > 0).long().to(device)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def epoch():
+        for start in range(0, len(x), config.batch_size):
+            xb, yb = x[start:start + config.batch_size], y[start:start + config.batch_size]
+            opt.zero_grad()
+            loss_fn(model(xb), yb).backward()
+            opt.step()
+        with torch.no_grad():
+            return (model(xv).argmax(dim=1) == yv).float().mean().item()
+
+    def run():
+        for _ in range(config.epochs):
+            epoch()
+    return run, epoch
+
+
+PEAK_RSS_SCRIPT = """
+import resource, sys, torch
+torch.set_num_threads({threads})
+from dlgn_lib import bench, fused, train
+sizes = bench.MODES[{mode!r}]
+configs = sizes.sd1_configs()
+ds = train.load_dataset(configs[0].data)
+fused.train_seeds(configs, device={device!r}, progress=False, dataset=ds)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def sd1_peak_rss(mode: str, device: torch.device) -> float:
+    """Peak resident memory (bytes) of a fresh process that trains the SD-I seeds together."""
+    script = PEAK_RSS_SCRIPT.format(threads=torch.get_num_threads(), mode=mode, device=str(device))
+    done = subprocess.run([sys.executable, "-c", script], cwd=locations.REPO_ROOT, capture_output=True,
+                          text=True, check=True)
+    return float(done.stdout.split()[-1])
+
+
+def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default") -> tuple[list[Row], list[str]]:
     """Run the cheap benchmarks; returns the table rows and reference lines (absolute numbers)."""
     timed = _timer(device)
     generator = torch.Generator().manual_seed(0)
@@ -143,6 +229,10 @@ def measure(sizes: Sizes, device: torch.device, say=print) -> tuple[list[Row], l
              for _ in range(sizes.kernel_layers)]
     configs = sizes.seed_configs()
     dataset = train.load_dataset(configs[0].data)
+    sd1 = sizes.sd1_configs()
+    sd1_data = train.load_dataset(sd1[0].data)
+    plain_one, plain_epoch = plain_sd1_loop(sd1[0], sd1_data, device)
+    plain_many = [plain_sd1_loop(c, sd1_data, device)[0] for c in sd1]
 
     def run_steps(step):
         return lambda: [step() for _ in range(sizes.steps)]
@@ -153,14 +243,24 @@ def measure(sizes: Sizes, device: torch.device, say=print) -> tuple[list[Row], l
         "kernel": lambda: kernels.overlap_kernel(gates),
         "sequential": lambda: [train.train(c, device=device, progress=False, dataset=dataset)
                                for c in configs],
-        "batched": lambda: batched.train_seeds(configs, device=device, progress=False, dataset=dataset),
+        "together": lambda: fused.train_seeds(configs, device=device, progress=False, dataset=dataset),
+        "sd1 plain": plain_one,
+        "sd1 fused": lambda: fused.train_seeds(sd1[:1], device=device, progress=False, dataset=sd1_data),
+        f"sd1 plain ×{len(sd1)}": lambda: [run() for run in plain_many],
+        f"sd1 fused ×{len(sd1)}": lambda: fused.train_seeds(sd1, device=device, progress=False,
+                                                             dataset=sd1_data),
     }
-    # Warm-up runs, which also count the FLOPs.
+    # Warm-up runs, which also count the FLOPs. The SD-I work is counted on the plain loop's
+    # epoch (10 steps, validation): the fused trainer does the same training in other products.
     flops = {"matmul": 2 * sizes.matmul_n ** 3, "kernel": matmul_flops(jobs["kernel"])}
     flops.update({kind: matmul_flops(step) for kind, step in steps.items()})
+    flops["sd1 epoch"] = matmul_flops(plain_epoch)
     for name in ("relu", "dlgn", "dlgn_sf"):
         jobs[name]()
-    batched.train_seeds(configs[:2], device=device, progress=False, dataset=dataset)
+    fused.train_seeds(configs[:2], device=device, progress=False, dataset=dataset)
+    fused.train_seeds(sd1[:2], device=device, progress=False, dataset=sd1_data)
+    say("  peak memory of the SD-I seeds trained together (a fresh process) …")
+    peak_rss = sd1_peak_rss(mode, device)
 
     times: dict[str, list[float]] = {name: [] for name in jobs}
     for r in range(sizes.repeats):
@@ -175,17 +275,38 @@ def measure(sizes: Sizes, device: torch.device, say=print) -> tuple[list[Row], l
     def rate(name: str, r: int, count: int = 1) -> float:
         return count * flops[name] / times[name][r]
 
+    n_sd1, e_sd1 = len(sd1), sizes.sd1_epochs
+    sd1_name = (f"SD-I protocol (DLGN {'-'.join(map(str, sizes.sd1_widths))}, batch {sizes.sd1_batch}, "
+                f"val every epoch)")
+
+    def sd1_rate(name: str, r: int, seeds: int = 1) -> float:
+        return seeds * e_sd1 * flops["sd1 epoch"] / times[name][r]
+
     fc = f"FC {'→'.join(map(str, (sizes.fc_in, *sizes.fc_widths, sizes.fc_classes)))}, batch {sizes.batch}"
     seeds = (f"circle DLGN {'-'.join(map(str, sizes.seed_widths))}, {sizes.seed_epochs} epochs full batch, "
              f"eval every {sizes.seed_eval_every}")
     kernel = f"N={sizes.kernel_n:,}, L={sizes.kernel_layers}, m={sizes.kernel_width}, hard gates"
     rows = [
+        Row(f"{sd1_name}, one seed: plain loop / package", per_repeat(
+            lambda r: times["sd1 plain"][r] / times["sd1 fused"][r]), (">=", 3.0)),
+        Row(f"{sd1_name}, {n_sd1} seeds: plain loops / package, per seed", per_repeat(
+            lambda r: times[f"sd1 plain ×{n_sd1}"][r] / times[f"sd1 fused ×{n_sd1}"][r]), (">=", 6.0)),
+        Row(f"peak memory of the {n_sd1}-seed SD-I run (fresh process)", (peak_rss / 1e9,), ("<=", 1.0),
+            unit=" GB"),
+        Row("SD-I FLOP/s / matmul FLOP/s, plain loop, one seed", per_repeat(
+            lambda r: sd1_rate("sd1 plain", r) / rate("matmul", r))),
+        Row("SD-I FLOP/s / matmul FLOP/s, package, one seed", per_repeat(
+            lambda r: sd1_rate("sd1 fused", r) / rate("matmul", r))),
+        Row(f"SD-I FLOP/s / matmul FLOP/s, plain loops, {n_sd1} seeds", per_repeat(
+            lambda r: sd1_rate(f"sd1 plain ×{n_sd1}", r, n_sd1) / rate("matmul", r))),
+        Row(f"SD-I FLOP/s / matmul FLOP/s, package, {n_sd1} seeds", per_repeat(
+            lambda r: sd1_rate(f"sd1 fused ×{n_sd1}", r, n_sd1) / rate("matmul", r))),
         Row(f"DLGN step / ReLU step ({fc}, Adam)", per_repeat(lambda r: times["dlgn"][r] / times["relu"][r]),
             ("<=", 1.6)),
         Row("DLGN-SF step / ReLU step (same)", per_repeat(lambda r: times["dlgn_sf"][r] / times["relu"][r]),
             ("<=", 1.6)),
-        Row(f"{sizes.n_seeds} seeds one by one / batched ({seeds})",
-            per_repeat(lambda r: times["sequential"][r] / times["batched"][r]), (">=", 5.0)),
+        Row(f"{sizes.n_seeds} seeds one by one / together ({seeds})",
+            per_repeat(lambda r: times["sequential"][r] / times["together"][r]), (">=", 5.0)),
         Row(f"overlap kernel FLOP/s / matmul FLOP/s ({kernel})",
             per_repeat(lambda r: rate("kernel", r) / rate("matmul", r)), (">=", 0.5)),
         Row("training FLOP/s / matmul FLOP/s, ReLU step",
@@ -199,8 +320,14 @@ def measure(sizes: Sizes, device: torch.device, say=print) -> tuple[list[Row], l
         "matmul FLOPs per training step (forward + backward): "
         + ", ".join(f"{k} {flops[k] / 1e6:.3g} M ({flops[k] / flops['relu']:.2f}× ReLU)" for k in steps),
         "time per training step: " + ", ".join(f"{k} {med[k] / sizes.steps * 1e3:.2f} ms" for k in steps),
-        f"{sizes.n_seeds} seeds: one by one {med['sequential']:.2f} s, batched {med['batched']:.2f} s; "
+        f"{sizes.n_seeds} seeds: one by one {med['sequential']:.2f} s, together {med['together']:.2f} s; "
         f"overlap kernel {med['kernel']:.2f} s ({flops['kernel'] / 1e9:.1f} GFLOP executed)",
+        f"SD-I per epoch: plain loop {med['sd1 plain'] / e_sd1 * 1e3:.1f} ms, package "
+        f"{med['sd1 fused'] / e_sd1 * 1e3:.1f} ms (one seed); per seed-epoch with {n_sd1} seeds: plain "
+        f"{med[f'sd1 plain ×{n_sd1}'] / e_sd1 / n_sd1 * 1e3:.1f} ms, package "
+        f"{med[f'sd1 fused ×{n_sd1}'] / e_sd1 / n_sd1 * 1e3:.1f} ms; "
+        f"{flops['sd1 epoch'] / 1e9:.3f} GFLOP of matrix products per epoch (plain loop's count)",
+        f"peak memory of the {n_sd1}-seed SD-I run: {peak_rss / 1e6:.0f} MB",
     ]
     return rows, reference
 
@@ -312,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     if not sizes.targets_apply:
         head.append("toy sizes: the targets are for SPEC §6's sizes and are not judged here")
     print("\n".join(head), flush=True)
-    rows, reference = measure(sizes, device)
+    rows, reference = measure(sizes, device, mode=name)
     if args.series:
         rows += series_rows()
     else:

@@ -13,8 +13,8 @@ removes that overhead for every fully connected kind (DLGN, DLGN-SF, frozen-gate
   own tensors (``dU^ℓ = (dh^ℓ ⊙ G^ℓ)ᵀ h^{ℓ-1}``, ``dG^ℓ = dh^ℓ ⊙ U^ℓ h^{ℓ-1}``, ``dη = β dG ⊙
   G ⊙ (1 - G)``, ``dV = dηᵀ x``, then the chain ``V^ℓ = W^ℓ V^{ℓ-1}`` back to each ``W^ℓ``); they go
   straight into one flat gradient buffer;
-- one fused Adam (or SGD) step updates the whole buffer: both optimisers are element-wise, so this
-  is exactly each seed's own optimiser;
+- one Adam (or SGD) step updates the whole buffer: both optimisers are element-wise, so this is
+  exactly each seed's own optimiser;
 - evaluation runs in cache-sized chunks under ``no_grad``; with ``config.curves`` off only the
   validation split is evaluated each epoch (lean epochs); the best-validation state of every
   seed is kept on the device with one ``where`` per evaluation (no host copies).
@@ -39,7 +39,7 @@ from . import data, models
 from .config import RunConfig, snapshot_epochs
 from .losses import loss_gradient, task_loss, task_metric
 from .train import (SPLITS, Run, _batches, eval_splits, history_and_meta, load_dataset, loss_margin,
-                    make_model, make_optimizer, quiet)
+                    make_model, quiet)
 
 #: The kinds this trainer handles (the fully connected ones).
 FUSED_KINDS = models.MODEL_KINDS
@@ -48,7 +48,7 @@ FUSED_KINDS = models.MODEL_KINDS
 #: cache and temporaries are reused rather than freshly mapped (training sums the gradients of
 #: its chunks).
 EVAL_CHUNK_BYTES = 1 << 20
-TRAIN_CHUNK_BYTES = 1 << 19
+TRAIN_CHUNK_BYTES = 1 << 21
 
 
 def _chunk_rows(n: int, budget: int, bytes_per_row: int) -> int:
@@ -76,7 +76,8 @@ class StackedParameters:
 
     ``flat`` holds the trainable parameters (what the optimiser updates, gradient in ``grad``),
     ``frozen`` the others. Each parameter is one contiguous (S, *shape) block of its buffer, so
-    that batched products read and write it directly; ``view(name)`` is that block.
+    that batched products read and write it directly; ``view(name)`` is that block, or for one
+    seed the parameter's own shape (plain matrix products are faster than batches of one).
     """
 
     def __init__(self, seed_models: list[torch.nn.Module]):
@@ -103,14 +104,14 @@ class StackedParameters:
         self.seed_of = torch.cat([torch.arange(S, device=self.flat.device).repeat_interleave(
             self.flat.new_empty(self.shapes[n]).numel()) for n in self.names if self.trainable[n]]
             or [torch.zeros(0, dtype=torch.long, device=self.flat.device)])
-        self._views = {n: self._view_of(n, self.flat, self.frozen) for n in self.names}
-        self._grads = {n: self._view_of(n, self.grad, None) for n in self.names if self.trainable[n]}
-        # A leaf the optimiser accepts; the trainer computes under no_grad, so no graph is built.
-        self.flat.requires_grad_(True)
+        self.lead = () if S == 1 else (S,)   # the seed axis of activations and views
+        self._views = {n: self._view_of(n, self.flat, self.frozen, self.lead) for n in self.names}
+        self._grads = {n: self._view_of(n, self.grad, None, self.lead) for n in self.names if self.trainable[n]}
 
-    def _view_of(self, name: str, trainable: torch.Tensor, frozen: torch.Tensor | None) -> torch.Tensor:
+    def _view_of(self, name: str, trainable: torch.Tensor, frozen: torch.Tensor | None,
+                 lead: tuple[int, ...]) -> torch.Tensor:
         t, start, stop = self._where[name]
-        return (trainable if t else frozen)[start:stop].view(self.n_seeds, *self.shapes[name])
+        return (trainable if t else frozen)[start:stop].view(*lead, *self.shapes[name])
 
     def view(self, name: str) -> torch.Tensor:
         return self._views[name]
@@ -126,7 +127,7 @@ class StackedParameters:
         """Each seed's state dict on the CPU (compact copies), from ``flat`` (default: current)."""
         trainable = (self.flat if flat is None else flat).detach().cpu()
         frozen = self.frozen.cpu()
-        blocks = {n: self._view_of(n, trainable, frozen) for n in self.names}
+        blocks = {n: self._view_of(n, trainable, frozen, (self.n_seeds,)) for n in self.names}
         return [{n: blocks[n][s].clone() for n in self.names} for s in range(self.n_seeds)]
 
 
@@ -145,179 +146,184 @@ class _Workspace:
         return buf
 
 
-def _bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Per-seed products a[s] @ b[s] (a plain matrix product for one seed: faster than bmm)."""
-    if a.shape[0] == 1:
-        if out is None:
-            return torch.mm(a[0], b[0]).unsqueeze(0)
-        torch.mm(a[0], b[0], out=out[0])
-        return out
-    return torch.bmm(a, b, out=out)
+class _Pass:
+    """What both passes share: products that work on one seed (2-D matrices) or S (3-D batches).
+
+    Activations are feature-major, (*lead, units, N) with lead = () for one seed and (S,) for
+    several, so that each seed's layer is one contiguous block and element-wise work runs along
+    the long sample axis. Inputs X are (N, d), shared by every seed, or (S, N, d), one minibatch
+    per seed.
+    """
+
+    def __init__(self, params: StackedParameters):
+        self.p = params
+        self.lead = params.lead
+        one = not self.lead
+        self.mm = torch.mm if one else torch.bmm
+        self.add_mm = torch.Tensor.addmm_ if one else torch.Tensor.baddbmm_
+
+    def times_inputs(self, W: torch.Tensor, X: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """W[s] @ X[s]ᵀ into ``out`` (*lead, m, N); inputs shared by every seed take one matrix
+        product for all seeds."""
+        if X.dim() == 2:
+            torch.mm(W.reshape(-1, X.shape[1]), X.T, out=out.view(-1, X.shape[0]))
+            return out
+        return torch.bmm(W, X.mT, out=out)
+
+    def add_times_inputs(self, acc: torch.Tensor, D: torch.Tensor, X: torch.Tensor) -> None:
+        """acc[s] += D[s] @ X[s] for D (*lead, m, N)."""
+        if X.dim() == 2:
+            acc.view(-1, X.shape[1]).addmm_(D.reshape(-1, X.shape[0]), X)
+        else:
+            acc.baddbmm_(D, X)
+
+    def buffer(self, ws: _Workspace, name: str, like: torch.Tensor, units: int, n: int) -> torch.Tensor:
+        return ws(name, like, *self.lead, units, n)
 
 
-def _add_bmm(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
-    """acc[s] += a[s] @ b[s], in place."""
-    if a.shape[0] == 1:
-        acc[0].addmm_(a[0], b[0])
-    else:
-        acc.baddbmm_(a, b)
-
-
-def _times_inputs(W: torch.Tensor, X: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """W[s] @ X[s]ᵀ into ``out`` (S, m, N), from weights (S, m, d) and inputs (N, d) shared by
-    every seed (one matrix product for all seeds) or (S, N, d) per seed."""
-    if X.dim() == 2:
-        S, m, d = W.shape
-        torch.mm(W.reshape(S * m, d), X.T, out=out.view(S * m, X.shape[0]))
-        return out
-    return _bmm(W, X.transpose(1, 2), out=out)
-
-
-def _add_times_inputs(acc: torch.Tensor, D: torch.Tensor, X: torch.Tensor) -> None:
-    """acc[s] += D[s] @ X[s] for D (S, m, N) and inputs X as in ``_times_inputs``."""
-    if X.dim() == 2:
-        S, m, N = D.shape
-        acc.view(S * m, -1).addmm_(D.reshape(S * m, N), X)
-    else:
-        _add_bmm(acc, D, X)
-
-
-# Both passes work feature-major: activations are (S, units, N), so each seed's layer is one
-# contiguous block and element-wise work runs along the long sample axis.
-
-class _DLGNPass:
+class _DLGNPass(_Pass):
     """Forward and written-out backward of S DLGNs (deep, SF or frozen-gate) on stacked weights."""
 
     def __init__(self, model: models.DLGN, params: StackedParameters):
-        self.p = params
+        super().__init__(params)
+        p = params
         self.beta, self.shallow, self.frozen = model.beta, model.shallow, model.frozen_gates
         self.widths = model.widths
-        self.bias = model.gate_bias
         self.value_x = model.value_input == "x"
-        self.first_is_matrix = params.shapes["value_first"] != (self.widths[0],)
+        self.first_is_matrix = p.shapes["value_first"] != (self.widths[0],)
         bounds = torch.tensor([0, *self.widths]).cumsum(0).tolist()
         self.slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+        L = len(self.widths)
+        self.W = [p.view(f"gating.{l}.weight") for l in range(L)]
+        self.b = [p.view(f"gating.{l}.bias") for l in range(L)] if model.gate_bias else None
+        self.U = [None] + [p.view(f"value_layers.{l}.weight") for l in range(L - 1)]
+        self.gU = [None] + [p.grad_view(f"value_layers.{l}.weight") for l in range(L - 1)]
+        self.vf, self.g_vf = p.view("value_first"), p.grad_view("value_first")
+        self.head, self.g_head = p.view("head.weight"), p.grad_view("head.weight")
+        if not self.frozen:
+            self.gW = [p.grad_view(f"gating.{l}.weight") for l in range(L)]
+            self.gb = [p.grad_view(f"gating.{l}.bias") for l in range(L)] if self.b else None
 
     def effective(self):
-        """Each gating layer's effective hyperplanes (S, m, d) and biases (S, m) (or None), and
-        all layers' together scaled by β, computed once per step: ``V^ℓ = W^ℓ V^{ℓ-1}``,
+        """Each gating layer's effective hyperplanes (*lead, m, d) and biases (*lead, m) (or
+        None), and all layers' together scaled by β, computed once per step: ``V^ℓ = W^ℓ V^{ℓ-1}``,
         ``c^ℓ = W^ℓ c^{ℓ-1} + b^ℓ`` (DLGN-SF: the layer itself)."""
-        p, Vs, cs = self.p, [], []
-        for l in range(len(self.widths)):
-            W = p.view(f"gating.{l}.weight")
-            b = p.view(f"gating.{l}.bias") if self.bias else None
+        Vs, cs = [], []
+        for l, W in enumerate(self.W):
+            b = self.b[l] if self.b else None
             if self.shallow or l == 0:
                 V, c = W, b
             else:
-                V = _bmm(W, Vs[-1])
-                c = None if b is None else _bmm(W, cs[-1].unsqueeze(2)).squeeze(2).add_(b)
+                V = self.mm(W, Vs[-1])
+                c = None if b is None else self.mm(W, cs[-1][..., None])[..., 0].add_(b)
             Vs.append(V)
             cs.append(c)
-        V_all = torch.cat(Vs, dim=1).mul_(self.beta)
-        c_all = torch.cat(cs, dim=1).mul_(self.beta) if self.bias else None
+        V_all = torch.cat(Vs, dim=-2).mul_(self.beta)
+        c_all = torch.cat(cs, dim=-1).mul_(self.beta) if self.b else None
         return Vs, cs, V_all, c_all
 
     def forward(self, X: torch.Tensor, ws: _Workspace, eff=None):
-        """Outputs (S, k, N) for inputs X (N, d) or (S, N, d), and what backward needs (in
-        workspace buffers, valid until the next call)."""
+        """Outputs (*lead, k, N), and what backward needs (in workspace buffers, valid until the
+        next call)."""
         Vs, cs, V_all, c_all = self.effective() if eff is None else eff
-        S, N, M = self.p.n_seeds, X.shape[-2], V_all.shape[1]
-        G = _times_inputs(V_all, X, ws("G", X, S, M, N))    # β η of every layer: (S, Σm, N)
+        N = X.shape[-2]
+        G = self.times_inputs(V_all, X, self.buffer(ws, "G", X, V_all.shape[-2], N))   # β η, all layers
         if c_all is not None:
-            G.add_(c_all.unsqueeze(2))
-        G.sigmoid_()                                        # soft gates σ(β η)
-        acts, hs = [], []
+            G.add_(c_all[..., None])
+        G.sigmoid_()                                                                   # σ(β η)
+        hs = []
         h = None
-        vf = self.p.view("value_first")
         for l, (sl, m) in enumerate(zip(self.slices, self.widths)):
-            if l == 0:
-                if self.value_x:
-                    a = _times_inputs(vf, X, ws("a0", X, S, m, N))
-                else:   # u^1, learned directly or as U^1 1
-                    a = (vf.sum(dim=2) if self.first_is_matrix else vf).unsqueeze(2)
+            buf = self.buffer(ws, f"h{l}", X, m, N)
+            if l == 0 and not self.value_x:   # u^1, learned directly or as U^1 1
+                u1 = self.vf.sum(dim=-1) if self.first_is_matrix else self.vf
+                h = torch.mul(G[..., sl, :], u1[..., None], out=buf)
             else:
-                a = _bmm(self.p.view(f"value_layers.{l - 1}.weight"), h, out=ws(f"a{l}", X, S, m, N))
-            h = torch.mul(G[:, sl], a, out=ws(f"h{l}", X, S, m, N))
-            acts.append(a)
+                a = self.times_inputs(self.vf, X, buf) if l == 0 else self.mm(self.U[l], h, out=buf)
+                h = a.mul_(G[..., sl, :])    # h^ℓ = G^ℓ ⊙ a^ℓ, in place
             hs.append(h)
-        out = _bmm(self.p.view("head.weight"), h, out=ws("out", X, S, self.p.shapes["head.weight"][0], N))
-        return out, (X, G, acts, hs)
+        out = self.mm(self.head, h, out=self.buffer(ws, "out", X, self.head.shape[-2], N))
+        return out, (X, G, hs)
 
     def new_accumulator(self, like: torch.Tensor):
         """Zeroed sums of d loss/d(βV) and d loss/d(βc) over a step's chunks (None with frozen
         gates)."""
         if self.frozen:
             return None
-        S, M, d = self.p.n_seeds, sum(self.widths), like.shape[-1]
-        return like.new_zeros(S, M, d), (like.new_zeros(S, M) if self.bias else None)
+        M, d = sum(self.widths), like.shape[-1]
+        return like.new_zeros(*self.lead, M, d), (like.new_zeros(*self.lead, M) if self.b else None)
 
     def backward(self, cache, dout: torch.Tensor, acc, ws: _Workspace) -> None:
-        """Add the gradients of Σ_s loss_s on one chunk (given dout = d loss/d out, (S, k, N)) to
+        """Add the gradients of Σ_s loss_s on one chunk (given dout = d loss/d out) to
         ``params.grad``, and the gating network's to ``acc``."""
-        X, G, acts, hs = cache
-        p = self.p
-        S, N = G.shape[0], G.shape[2]
-        _add_bmm(p.grad_view("head.weight"), dout, hs[-1].transpose(1, 2))
-        dh = _bmm(p.view("head.weight").transpose(1, 2), dout, out=ws("dh0", G, S, self.widths[-1], N))
-        dG = None if acc is None else ws("dG", G, *G.shape)
+        X, G, hs = cache
+        N = G.shape[-1]
+        self.add_mm(self.g_head, dout, hs[-1].mT)
+        dh = self.mm(self.head.mT, dout, out=self.buffer(ws, "dh0", G, self.widths[-1], N))
+        deta = None if acc is None else ws("deta", G, *G.shape)
         for l in range(len(self.widths) - 1, -1, -1):
             sl = self.slices[l]
-            if dG is not None:
-                torch.mul(dh, acts[l], out=dG[:, sl])
-            da = torch.mul(dh, G[:, sl], out=ws("da", G, S, self.widths[l], N))
+            if deta is not None:
+                # d loss/d(βη^ℓ) = dh ⊙ a^ℓ ⊙ G ⊙ (1 - G) = t - t ⊙ G with t = dh ⊙ h^ℓ
+                t = torch.mul(dh, hs[l], out=deta[..., sl, :])
+                t.addcmul_(t, G[..., sl, :], value=-1.0)
+            da = torch.mul(dh, G[..., sl, :], out=self.buffer(ws, "da", G, self.widths[l], N))
             if l > 0:
-                U = p.view(f"value_layers.{l - 1}.weight")
-                _add_bmm(p.grad_view(f"value_layers.{l - 1}.weight"), da, hs[l - 1].transpose(1, 2))
-                dh = _bmm(U.transpose(1, 2), da, out=ws(f"dh{l % 2}", G, S, self.widths[l - 1], N))
+                self.add_mm(self.gU[l], da, hs[l - 1].mT)
+                dh = self.mm(self.U[l].mT, da, out=self.buffer(ws, f"dh{l % 2}", G, self.widths[l - 1], N))
             elif self.value_x:
-                _add_times_inputs(p.grad_view("value_first"), da, X)
+                self.add_times_inputs(self.g_vf, da, X)
             elif self.first_is_matrix:   # u^1 = U^1 1: every column of U^1 gets du^1
-                p.grad_view("value_first").add_(da.sum(dim=2).unsqueeze(2))
+                self.g_vf.add_(da.sum(dim=-1)[..., None])
             else:
-                p.grad_view("value_first").add_(da.sum(dim=2))
-        if dG is None:
+                self.g_vf.add_(da.sum(dim=-1))
+        if deta is None:
             return
-        # d loss/d(βη) = dG ⊙ G ⊙ (1 - G) = t - t ⊙ G with t = dG ⊙ G (in place: no temporary)
-        dG.mul_(G).addcmul_(dG, G, value=-1.0)
         dV, dc = acc
-        _add_times_inputs(dV, dG, X)
+        self.add_times_inputs(dV, deta, X)
         if dc is not None:
-            dc.add_(dG.sum(dim=2))
+            dc.add_(deta.sum(dim=-1))
 
     def finish(self, acc, eff) -> None:
         """The gating weights' gradients from the step's d loss/d(βV) and d loss/d(βc)."""
         if acc is None:
             return
-        p, (Vs, cs, _, _), (dV, dc) = self.p, eff, acc
+        (Vs, cs, _, _), (dV, dc) = eff, acc
         dV.mul_(self.beta)
         if dc is not None:
             dc.mul_(self.beta)
         for l in range(len(self.widths) - 1, -1, -1):
             sl = self.slices[l]
-            gW = p.grad_view(f"gating.{l}.weight")
             if self.shallow or l == 0:
-                gW.copy_(dV[:, sl])
+                self.gW[l].copy_(dV[..., sl, :])
                 if dc is not None:
-                    p.grad_view(f"gating.{l}.bias").copy_(dc[:, sl])
+                    self.gb[l].copy_(dc[..., sl])
                 continue
             # V^l = W^l V^{l-1} and c^l = W^l c^{l-1} + b^l pass their gradients down the chain
-            W, prev = p.view(f"gating.{l}.weight"), self.slices[l - 1]
-            gW.copy_(_bmm(dV[:, sl], Vs[l - 1].transpose(1, 2)))
-            _add_bmm(dV[:, prev], W.transpose(1, 2), dV[:, sl])
+            W, prev = self.W[l], self.slices[l - 1]
+            self.mm(dV[..., sl, :], Vs[l - 1].mT, out=self.gW[l])
+            self.add_mm(dV[..., prev, :], W.mT, dV[..., sl, :])
             if dc is not None:
-                _add_bmm(gW, dc[:, sl].unsqueeze(2), cs[l - 1].unsqueeze(1))
-                p.grad_view(f"gating.{l}.bias").copy_(dc[:, sl])
-                _add_bmm(dc[:, prev].unsqueeze(2), W.transpose(1, 2), dc[:, sl].unsqueeze(2))
+                self.add_mm(self.gW[l], dc[..., sl, None], cs[l - 1][..., None, :])
+                self.gb[l].copy_(dc[..., sl])
+                self.add_mm(dc[..., prev, None], W.mT, dc[..., sl, None])
 
 
-class _MLPPass:
+class _MLPPass(_Pass):
     """Forward and written-out backward of S ReLU nets or deep linear nets on stacked weights."""
 
     def __init__(self, model: torch.nn.Module, params: StackedParameters):
-        self.p = params
+        super().__init__(params)
+        p = params
         self.relu = isinstance(model, models.ReLUNet)
-        self.depth, self.widths = model.depth, model.widths
-        self.bias = params.has("layers.0.bias")
+        self.widths = model.widths
+        L = len(self.widths)
+        self.W = [p.view(f"layers.{l}.weight") for l in range(L)]
+        self.gW = [p.grad_view(f"layers.{l}.weight") for l in range(L)]
+        bias = p.has("layers.0.bias")
+        self.b = [p.view(f"layers.{l}.bias") for l in range(L)] if bias else None
+        self.gb = [p.grad_view(f"layers.{l}.bias") for l in range(L)] if bias else None
+        self.head, self.g_head = p.view("head.weight"), p.grad_view("head.weight")
 
     def effective(self):
         return None
@@ -329,37 +335,68 @@ class _MLPPass:
         pass
 
     def forward(self, X: torch.Tensor, ws: _Workspace, eff=None):
-        """Outputs (S, k, N) for inputs X (N, d) or (S, N, d), and what backward needs."""
-        S, N = self.p.n_seeds, X.shape[-2]
+        """Outputs (*lead, k, N), and what backward needs."""
+        N = X.shape[-2]
         h, hs = X, [X]
-        for l, m in enumerate(self.widths):
-            W, buf = self.p.view(f"layers.{l}.weight"), ws(f"h{l}", X, S, m, N)
-            h = _times_inputs(W, h, buf) if l == 0 else _bmm(W, h, out=buf)
-            if self.bias:
-                h.add_(self.p.view(f"layers.{l}.bias").unsqueeze(2))
+        for l, (W, m) in enumerate(zip(self.W, self.widths)):
+            buf = self.buffer(ws, f"h{l}", X, m, N)
+            h = self.times_inputs(W, h, buf) if l == 0 else self.mm(W, h, out=buf)
+            if self.b:
+                h.add_(self.b[l][..., None])
             if self.relu:
                 h.relu_()
             hs.append(h)
-        out = _bmm(self.p.view("head.weight"), h, out=ws("out", X, S, self.p.shapes["head.weight"][0], N))
+        out = self.mm(self.head, h, out=self.buffer(ws, "out", X, self.head.shape[-2], N))
         return out, hs
 
     def backward(self, hs, dout: torch.Tensor, acc, ws: _Workspace) -> None:
         """Add the gradients of Σ_s loss_s on one chunk to ``params.grad``."""
-        p = self.p
-        S, N = dout.shape[0], dout.shape[2]
-        _add_bmm(p.grad_view("head.weight"), dout, hs[-1].transpose(1, 2))
-        dh = _bmm(p.view("head.weight").transpose(1, 2), dout, out=ws("dh0", dout, S, self.widths[-1], N))
-        for l in range(self.depth - 1, -1, -1):
+        N = dout.shape[-1]
+        self.add_mm(self.g_head, dout, hs[-1].mT)
+        dh = self.mm(self.head.mT, dout, out=self.buffer(ws, "dh0", dout, self.widths[-1], N))
+        for l in range(len(self.widths) - 1, -1, -1):
             dz = torch.ops.aten.threshold_backward(dh, hs[l + 1], 0) if self.relu else dh
             if l == 0:
-                _add_times_inputs(p.grad_view("layers.0.weight"), dz, hs[0])
+                self.add_times_inputs(self.gW[0], dz, hs[0])
             else:
-                _add_bmm(p.grad_view(f"layers.{l}.weight"), dz, hs[l].transpose(1, 2))
-            if self.bias:
-                p.grad_view(f"layers.{l}.bias").add_(dz.sum(dim=2))
+                self.add_mm(self.gW[l], dz, hs[l].mT)
+            if self.b:
+                self.gb[l].add_(dz.sum(dim=-1))
             if l > 0:
-                dh = _bmm(p.view(f"layers.{l}.weight").transpose(1, 2), dz,
-                          out=ws(f"dh{l % 2}", dout, S, self.widths[l - 1], N))
+                dh = self.mm(self.W[l].mT, dz, out=self.buffer(ws, f"dh{l % 2}", dout, self.widths[l - 1], N))
+
+
+class _Optimizer:
+    """Adam or SGD (momentum 0.9) over a flat buffer, in torch.optim's arithmetic.
+
+    Both are element-wise, so one update of the stacked buffer is each seed's own update; the
+    arithmetic is ``torch.optim.Adam``'s / ``torch.optim.SGD``'s (L2 weight decay added to the
+    gradient), without its per-parameter Python loop.
+    """
+
+    def __init__(self, config: RunConfig, flat: torch.Tensor):
+        self.kind, self.lr, self.weight_decay = config.optimizer, config.lr, config.weight_decay
+        self.steps = 0
+        self.exp_avg = torch.zeros_like(flat)
+        self.exp_avg_sq = torch.zeros_like(flat) if self.kind == "adam" else None
+
+    def step(self, param: torch.Tensor, grad: torch.Tensor) -> None:
+        self.steps += 1
+        if self.weight_decay:
+            grad.add_(param, alpha=self.weight_decay)
+        if self.kind == "sgd":
+            if self.steps == 1:
+                self.exp_avg.copy_(grad)
+            else:
+                self.exp_avg.mul_(0.9).add_(grad)
+            param.add_(self.exp_avg, alpha=-self.lr)
+            return
+        beta1, beta2, eps = 0.9, 0.999, 1e-8   # torch.optim.Adam's defaults
+        self.exp_avg.lerp_(grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step_size = self.lr / (1 - beta1 ** self.steps)
+        denom = (self.exp_avg_sq.sqrt() / math.sqrt(1 - beta2 ** self.steps)).add_(eps)
+        param.addcdiv_(self.exp_avg, denom, value=-step_size)
 
 
 def _pass_for(model: torch.nn.Module, params: StackedParameters):
@@ -408,7 +445,7 @@ def _train(configs, config, n_seeds, device, ds, progress) -> list[Run]:
     seed_models = [make_model(c, ds).to(device) for c in configs]
     params = StackedParameters(seed_models)
     net = _pass_for(seed_models[0], params)
-    opt = make_optimizer(config, [params.flat], fused=True) if params.flat.numel() else None
+    opt = _Optimizer(config, params.flat) if params.flat.numel() else None
     margin = loss_margin(config)
     splits = {s: (getattr(ds, f"x_{s}").to(device), getattr(ds, f"y_{s}").to(device)) for s in SPLITS}
     x_train, y_train = splits["train"]
@@ -430,7 +467,8 @@ def _train(configs, config, n_seeds, device, ds, progress) -> list[Run]:
             params.flat.copy_(flat)
         try:
             # clone: each chunk's output buffer is reused by the next chunk
-            return torch.cat([net.forward(c, ws)[0].clone() for c in x.split(chunk)], dim=2).transpose(1, 2)
+            out = torch.cat([net.forward(c, ws)[0].clone() for c in x.split(chunk)], dim=-1).mT
+            return out.reshape(n_seeds, *out.shape[-2:])
         finally:
             if saved is not None:
                 params.flat.copy_(saved)
@@ -480,11 +518,10 @@ def _train(configs, config, n_seeds, device, ds, progress) -> list[Run]:
             Xc = X[..., start:start + train_chunk, :]
             yc = y[..., start:start + train_chunk]
             out, cache = net.forward(Xc, ws, eff=eff)
-            dout = loss_gradient(out.transpose(1, 2), yc, ds.task, margin, n=n).transpose(1, 2)
+            dout = loss_gradient(out.mT, yc, ds.task, margin, n=n).mT
             net.backward(cache, dout, acc, ws)
         net.finish(acc, eff)
-        params.flat.grad = params.grad
-        opt.step()
+        opt.step(params.flat, params.grad)
 
     start = time.perf_counter()
     evaluate(0)
@@ -499,8 +536,8 @@ def _train(configs, config, n_seeds, device, ds, progress) -> list[Run]:
                 if idx is None or isinstance(idx, slice):   # the same rows for every seed
                     xb, yb = (x_train, y_train) if idx is None else (x_train[idx], y_train[idx])
                     step(xb, yb)
-                else:   # seed s's own minibatch: (S, B, d) inputs
-                    rows = torch.stack(parts).to(device)
+                else:   # seed s's own minibatch: (S, B, d) inputs (one seed: (B, d))
+                    rows = (parts[0] if n_seeds == 1 else torch.stack(parts)).to(device)
                     step(x_train[rows], y_train[rows])
         if epoch % config.eval_every == 0 or epoch == config.epochs:
             evaluate(epoch)

@@ -6,7 +6,10 @@ import pytest
 
 from dlgn_lib import bench
 
-CHEAP_ROWS = ("DLGN step / ReLU step", "DLGN-SF step / ReLU step", "2 seeds one by one / batched",
+CHEAP_ROWS = ("SD-I protocol (DLGN 6-6, batch 20, val every epoch), one seed: plain loop / package",
+              "SD-I protocol (DLGN 6-6, batch 20, val every epoch), 2 seeds: plain loops / package, per seed",
+              "peak memory of the 2-seed SD-I run (fresh process)", "SD-I FLOP/s / matmul FLOP/s, package, 2 seeds",
+              "DLGN step / ReLU step", "DLGN-SF step / ReLU step", "2 seeds one by one / together",
               "overlap kernel FLOP/s / matmul FLOP/s", "training FLOP/s / matmul FLOP/s, ReLU step",
               "training FLOP/s / matmul FLOP/s, DLGN step")
 SERIES_ROWS = ("quick series wall time, cold run cache", "quick series wall time, warm run cache")
@@ -27,7 +30,7 @@ def test_tiny_bench_writes_every_row_with_a_finite_ratio(build_dir, capsys):
     lines = text.splitlines()
     for name in CHEAP_ROWS:
         [line] = [ln for ln in lines if ln.startswith(name)]
-        value = float(re.split(r"\s{2,}", line)[1].rstrip("×"))   # cells: name, median, …
+        value = float(re.split(r"\s{2,}", line)[1].rstrip("×GB "))   # cells: name, median, …
         assert math.isfinite(value) and value > 0, line
         assert line in printed
     for name in SERIES_ROWS:
