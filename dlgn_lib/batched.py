@@ -177,6 +177,6 @@ def train_seeds(configs, *, device=None, progress: bool | None = None,
     for s, cfg in enumerate(configs):
         history, meta = history_and_meta(tables[s], evaluated, best_vals[s], best_epochs[s], ds, device,
                                          seed_models[s], seconds)
-        meta.update(engine="vmap", seeds_together=n_seeds)
+        meta.update(engine="vmap", seeds_together=n_seeds, compiled=False)
         out.append(Run(cfg, history, snapshots[s], {k: best_cpu[k][s].clone() for k in state_keys}, meta))
     return out

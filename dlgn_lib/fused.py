@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
+import warnings
 
 import torch
 from tqdm.auto import tqdm
@@ -47,8 +49,12 @@ FUSED_KINDS = models.MODEL_KINDS
 #: (S × rows × Σm floats) take about this many bytes, so that the working set stays in a core's
 #: cache and temporaries are reused rather than freshly mapped (training sums the gradients of
 #: its chunks).
-EVAL_CHUNK_BYTES = 1 << 20
+EVAL_CHUNK_BYTES = 1 << 21
 TRAIN_CHUNK_BYTES = 1 << 21
+#: Runs of at least this many chunk steps compile the step with ``torch.compile`` (when
+#: ``DLGN_COMPILE`` is "auto", the default): compiling takes 10-30 s once per process and shape,
+#: and pays back on long runs only. "1" always compiles, "0" never.
+COMPILE_MIN_STEPS = 5000
 
 
 def _chunk_rows(n: int, budget: int, bytes_per_row: int) -> int:
@@ -131,61 +137,50 @@ class StackedParameters:
         return [{n: blocks[n][s].clone() for n in self.names} for s in range(self.n_seeds)]
 
 
-class _Workspace:
-    """Buffers reused from step to step, by name and shape: a step's large temporaries stay at
-    the same (cached) addresses instead of being allocated afresh."""
-
-    def __init__(self):
-        self._buffers: dict[tuple, torch.Tensor] = {}
-
-    def __call__(self, name: str, like: torch.Tensor, *shape: int) -> torch.Tensor:
-        key = (name, shape)
-        buf = self._buffers.get(key)
-        if buf is None:
-            buf = self._buffers[key] = like.new_empty(shape)
-        return buf
-
-
 class _Pass:
     """What both passes share: products that work on one seed (2-D matrices) or S (3-D batches).
 
     Activations are feature-major, (*lead, units, N) with lead = () for one seed and (S,) for
     several, so that each seed's layer is one contiguous block and element-wise work runs along
     the long sample axis. Inputs X are (N, d), shared by every seed, or (S, N, d), one minibatch
-    per seed.
+    per seed. ``chunk_gradients`` is a pure function of its inputs and the current weights, so it
+    can run eagerly or compiled (``torch.compile``).
     """
 
-    def __init__(self, params: StackedParameters):
-        self.p = params
+    def __init__(self, params: StackedParameters, task: str, margin: float):
+        self.p, self.task, self.margin = params, task, margin
         self.lead = params.lead
-        one = not self.lead
-        self.mm = torch.mm if one else torch.bmm
-        self.add_mm = torch.Tensor.addmm_ if one else torch.Tensor.baddbmm_
+        self.mm = torch.mm if not self.lead else torch.bmm
 
-    def times_inputs(self, W: torch.Tensor, X: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-        """W[s] @ X[s]ᵀ into ``out`` (*lead, m, N); inputs shared by every seed take one matrix
-        product for all seeds."""
+    @staticmethod
+    def times_inputs(W: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+        """W[s] @ X[s]ᵀ: (*lead, m, N); inputs shared by every seed take one matrix product."""
         if X.dim() == 2:
-            torch.mm(W.reshape(-1, X.shape[1]), X.T, out=out.view(-1, X.shape[0]))
-            return out
-        return torch.bmm(W, X.mT, out=out)
+            return (W.reshape(-1, X.shape[1]) @ X.T).view(*W.shape[:-1], X.shape[0])
+        return torch.bmm(W, X.mT)
 
-    def add_times_inputs(self, acc: torch.Tensor, D: torch.Tensor, X: torch.Tensor) -> None:
-        """acc[s] += D[s] @ X[s] for D (*lead, m, N)."""
+    @staticmethod
+    def grad_of_inputs(D: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+        """D[s] @ X[s] for D (*lead, m, N): the gradient of ``times_inputs``' weights."""
         if X.dim() == 2:
-            acc.view(-1, X.shape[1]).addmm_(D.reshape(-1, X.shape[0]), X)
-        else:
-            acc.baddbmm_(D, X)
+            return (D.reshape(-1, X.shape[0]) @ X).view(*D.shape[:-1], X.shape[1])
+        return torch.bmm(D, X)
 
-    def buffer(self, ws: _Workspace, name: str, like: torch.Tensor, units: int, n: int) -> torch.Tensor:
-        return ws(name, like, *self.lead, units, n)
+    def output_gradient(self, out: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
+        return loss_gradient(out.mT, y, self.task, self.margin, n=n).mT
+
+    def effective(self):
+        return None
+
+    def finish(self, eff) -> None:
+        pass
 
 
 class _DLGNPass(_Pass):
     """Forward and written-out backward of S DLGNs (deep, SF or frozen-gate) on stacked weights."""
 
-    def __init__(self, model: models.DLGN, params: StackedParameters):
-        super().__init__(params)
+    def __init__(self, model: models.DLGN, params: StackedParameters, task: str, margin: float):
+        super().__init__(params, task, margin)
         p = params
         self.beta, self.shallow, self.frozen = model.beta, model.shallow, model.frozen_gates
         self.widths = model.widths
@@ -197,10 +192,17 @@ class _DLGNPass(_Pass):
         self.W = [p.view(f"gating.{l}.weight") for l in range(L)]
         self.b = [p.view(f"gating.{l}.bias") for l in range(L)] if model.gate_bias else None
         self.U = [None] + [p.view(f"value_layers.{l}.weight") for l in range(L - 1)]
-        self.gU = [None] + [p.grad_view(f"value_layers.{l}.weight") for l in range(L - 1)]
-        self.vf, self.g_vf = p.view("value_first"), p.grad_view("value_first")
-        self.head, self.g_head = p.view("head.weight"), p.grad_view("head.weight")
+        self.vf, self.head = p.view("value_first"), p.view("head.weight")
+        # Where chunk_gradients' results go: gradient views, and for the gating network the sums
+        # of d loss/d(βV) and d loss/d(βc) over the step's chunks, turned into W and b
+        # gradients by ``finish``.
+        names = ["head.weight", *[f"value_layers.{l}.weight" for l in range(L - 1)], "value_first"]
+        self.targets = [p.grad_view(n) for n in names]
         if not self.frozen:
+            d = p.shapes["gating.0.weight"][1]
+            self.dV = p.grad.new_zeros(*self.lead, sum(self.widths), d)
+            self.dc = p.grad.new_zeros(*self.lead, sum(self.widths)) if self.b else None
+            self.targets += [self.dV] + ([self.dc] if self.b else [])
             self.gW = [p.grad_view(f"gating.{l}.weight") for l in range(L)]
             self.gb = [p.grad_view(f"gating.{l}.bias") for l in range(L)] if self.b else None
 
@@ -215,83 +217,71 @@ class _DLGNPass(_Pass):
                 V, c = W, b
             else:
                 V = self.mm(W, Vs[-1])
-                c = None if b is None else self.mm(W, cs[-1][..., None])[..., 0].add_(b)
+                c = None if b is None else self.mm(W, cs[-1][..., None])[..., 0] + b
             Vs.append(V)
             cs.append(c)
-        V_all = torch.cat(Vs, dim=-2).mul_(self.beta)
-        c_all = torch.cat(cs, dim=-1).mul_(self.beta) if self.b else None
+        V_all = torch.cat(Vs, dim=-2) * self.beta
+        c_all = torch.cat(cs, dim=-1) * self.beta if self.b else None
         return Vs, cs, V_all, c_all
 
-    def forward(self, X: torch.Tensor, ws: _Workspace, eff=None):
-        """Outputs (*lead, k, N), and what backward needs (in workspace buffers, valid until the
-        next call)."""
-        Vs, cs, V_all, c_all = self.effective() if eff is None else eff
-        N = X.shape[-2]
-        G = self.times_inputs(V_all, X, self.buffer(ws, "G", X, V_all.shape[-2], N))   # β η, all layers
-        if c_all is not None:
-            G.add_(c_all[..., None])
-        G.sigmoid_()                                                                   # σ(β η)
+    def forward(self, X: torch.Tensor, eff):
+        """Outputs (*lead, k, N), the gates G (*lead, Σm, N) and each layer's h^ℓ (*lead, m, N)."""
+        _, _, V_all, c_all = eff
+        eta = self.times_inputs(V_all, X)                  # β η of every layer at once
+        G = torch.sigmoid(eta if c_all is None else eta + c_all[..., None])
         hs = []
-        h = None
-        for l, (sl, m) in enumerate(zip(self.slices, self.widths)):
-            buf = self.buffer(ws, f"h{l}", X, m, N)
+        for l, sl in enumerate(self.slices):
             if l == 0 and not self.value_x:   # u^1, learned directly or as U^1 1
-                u1 = self.vf.sum(dim=-1) if self.first_is_matrix else self.vf
-                h = torch.mul(G[..., sl, :], u1[..., None], out=buf)
+                a = (self.vf.sum(dim=-1) if self.first_is_matrix else self.vf)[..., None]
             else:
-                a = self.times_inputs(self.vf, X, buf) if l == 0 else self.mm(self.U[l], h, out=buf)
-                h = a.mul_(G[..., sl, :])    # h^ℓ = G^ℓ ⊙ a^ℓ, in place
-            hs.append(h)
-        out = self.mm(self.head, h, out=self.buffer(ws, "out", X, self.head.shape[-2], N))
-        return out, (X, G, hs)
+                a = self.times_inputs(self.vf, X) if l == 0 else self.mm(self.U[l], hs[-1])
+            hs.append(G[..., sl, :] * a)       # h^ℓ = G^ℓ ⊙ a^ℓ
+        return self.mm(self.head, hs[-1]), G, hs
 
-    def new_accumulator(self, like: torch.Tensor):
-        """Zeroed sums of d loss/d(βV) and d loss/d(βc) over a step's chunks (None with frozen
-        gates)."""
-        if self.frozen:
-            return None
-        M, d = sum(self.widths), like.shape[-1]
-        return like.new_zeros(*self.lead, M, d), (like.new_zeros(*self.lead, M) if self.b else None)
+    def outputs(self, X: torch.Tensor, eff) -> torch.Tensor:
+        return self.forward(X, eff)[0]
 
-    def backward(self, cache, dout: torch.Tensor, acc, ws: _Workspace) -> None:
-        """Add the gradients of Σ_s loss_s on one chunk (given dout = d loss/d out) to
-        ``params.grad``, and the gating network's to ``acc``."""
-        X, G, hs = cache
-        N = G.shape[-1]
-        self.add_mm(self.g_head, dout, hs[-1].mT)
-        dh = self.mm(self.head.mT, dout, out=self.buffer(ws, "dh0", G, self.widths[-1], N))
-        deta = None if acc is None else ws("deta", G, *G.shape)
+    def chunk_gradients(self, X: torch.Tensor, y: torch.Tensor, n: int, eff) -> list[torch.Tensor]:
+        """The gradients of Σ_s (loss_s summed over this chunk of the n rows of a minibatch), in
+        the order of ``self.targets``."""
+        out, G, hs = self.forward(X, eff)
+        dout = self.output_gradient(out, y, n)
+        grads = [self.mm(dout, hs[-1].mT)]
+        dh = self.mm(self.head.mT, dout)
+        detas, value_grads = [], []
         for l in range(len(self.widths) - 1, -1, -1):
-            sl = self.slices[l]
-            if deta is not None:
+            G_l = G[..., self.slices[l], :]
+            if not self.frozen:
                 # d loss/d(βη^ℓ) = dh ⊙ a^ℓ ⊙ G ⊙ (1 - G) = t - t ⊙ G with t = dh ⊙ h^ℓ
-                t = torch.mul(dh, hs[l], out=deta[..., sl, :])
-                t.addcmul_(t, G[..., sl, :], value=-1.0)
-            da = torch.mul(dh, G[..., sl, :], out=self.buffer(ws, "da", G, self.widths[l], N))
+                t = dh * hs[l]
+                detas.append(t - t * G_l)
+            da = dh * G_l
             if l > 0:
-                self.add_mm(self.gU[l], da, hs[l - 1].mT)
-                dh = self.mm(self.U[l].mT, da, out=self.buffer(ws, f"dh{l % 2}", G, self.widths[l - 1], N))
+                value_grads.append(self.mm(da, hs[l - 1].mT))
+                dh = self.mm(self.U[l].mT, da)
             elif self.value_x:
-                self.add_times_inputs(self.g_vf, da, X)
+                first = self.grad_of_inputs(da, X)
             elif self.first_is_matrix:   # u^1 = U^1 1: every column of U^1 gets du^1
-                self.g_vf.add_(da.sum(dim=-1)[..., None])
+                first = da.sum(dim=-1)[..., None].expand(self.vf.shape)
             else:
-                self.g_vf.add_(da.sum(dim=-1))
-        if deta is None:
-            return
-        dV, dc = acc
-        self.add_times_inputs(dV, deta, X)
-        if dc is not None:
-            dc.add_(deta.sum(dim=-1))
+                first = da.sum(dim=-1)
+        grads += value_grads[::-1] + [first]
+        if not self.frozen:
+            deta = torch.cat(detas[::-1], dim=-2)
+            grads.append(self.grad_of_inputs(deta, X))
+            if self.b:
+                grads.append(deta.sum(dim=-1))
+        return grads
 
-    def finish(self, acc, eff) -> None:
+    def finish(self, eff) -> None:
         """The gating weights' gradients from the step's d loss/d(βV) and d loss/d(βc)."""
-        if acc is None:
+        if self.frozen:
             return
-        (Vs, cs, _, _), (dV, dc) = eff, acc
+        (Vs, cs, _, _), dV, dc = eff, self.dV, self.dc
         dV.mul_(self.beta)
         if dc is not None:
             dc.mul_(self.beta)
+        add_mm = torch.Tensor.addmm_ if not self.lead else torch.Tensor.baddbmm_
         for l in range(len(self.widths) - 1, -1, -1):
             sl = self.slices[l]
             if self.shallow or l == 0:
@@ -302,68 +292,57 @@ class _DLGNPass(_Pass):
             # V^l = W^l V^{l-1} and c^l = W^l c^{l-1} + b^l pass their gradients down the chain
             W, prev = self.W[l], self.slices[l - 1]
             self.mm(dV[..., sl, :], Vs[l - 1].mT, out=self.gW[l])
-            self.add_mm(dV[..., prev, :], W.mT, dV[..., sl, :])
+            add_mm(dV[..., prev, :], W.mT, dV[..., sl, :])
             if dc is not None:
-                self.add_mm(self.gW[l], dc[..., sl, None], cs[l - 1][..., None, :])
+                add_mm(self.gW[l], dc[..., sl, None], cs[l - 1][..., None, :])
                 self.gb[l].copy_(dc[..., sl])
-                self.add_mm(dc[..., prev, None], W.mT, dc[..., sl, None])
+                add_mm(dc[..., prev, None], W.mT, dc[..., sl, None])
 
 
 class _MLPPass(_Pass):
     """Forward and written-out backward of S ReLU nets or deep linear nets on stacked weights."""
 
-    def __init__(self, model: torch.nn.Module, params: StackedParameters):
-        super().__init__(params)
+    def __init__(self, model: torch.nn.Module, params: StackedParameters, task: str, margin: float):
+        super().__init__(params, task, margin)
         p = params
         self.relu = isinstance(model, models.ReLUNet)
         self.widths = model.widths
         L = len(self.widths)
-        self.W = [p.view(f"layers.{l}.weight") for l in range(L)]
-        self.gW = [p.grad_view(f"layers.{l}.weight") for l in range(L)]
         bias = p.has("layers.0.bias")
+        self.W = [p.view(f"layers.{l}.weight") for l in range(L)]
         self.b = [p.view(f"layers.{l}.bias") for l in range(L)] if bias else None
-        self.gb = [p.grad_view(f"layers.{l}.bias") for l in range(L)] if bias else None
-        self.head, self.g_head = p.view("head.weight"), p.grad_view("head.weight")
+        self.head = p.view("head.weight")
+        names = ["head.weight"] + [f"layers.{l}.{w}" for l in range(L) for w in ("weight", "bias")
+                                   if w == "weight" or bias]
+        self.targets = [p.grad_view(n) for n in names]
 
-    def effective(self):
-        return None
-
-    def new_accumulator(self, like: torch.Tensor):
-        return None
-
-    def finish(self, acc, eff) -> None:
-        pass
-
-    def forward(self, X: torch.Tensor, ws: _Workspace, eff=None):
-        """Outputs (*lead, k, N), and what backward needs."""
-        N = X.shape[-2]
-        h, hs = X, [X]
-        for l, (W, m) in enumerate(zip(self.W, self.widths)):
-            buf = self.buffer(ws, f"h{l}", X, m, N)
-            h = self.times_inputs(W, h, buf) if l == 0 else self.mm(W, h, out=buf)
+    def forward(self, X: torch.Tensor):
+        """Outputs (*lead, k, N) and every layer's activations (the inputs first)."""
+        hs = [X]
+        for l, W in enumerate(self.W):
+            z = self.times_inputs(W, X) if l == 0 else self.mm(W, hs[-1])
             if self.b:
-                h.add_(self.b[l][..., None])
-            if self.relu:
-                h.relu_()
-            hs.append(h)
-        out = self.mm(self.head, h, out=self.buffer(ws, "out", X, self.head.shape[-2], N))
-        return out, hs
+                z = z + self.b[l][..., None]
+            hs.append(torch.relu(z) if self.relu else z)
+        return self.mm(self.head, hs[-1]), hs
 
-    def backward(self, hs, dout: torch.Tensor, acc, ws: _Workspace) -> None:
-        """Add the gradients of Σ_s loss_s on one chunk to ``params.grad``."""
-        N = dout.shape[-1]
-        self.add_mm(self.g_head, dout, hs[-1].mT)
-        dh = self.mm(self.head.mT, dout, out=self.buffer(ws, "dh0", dout, self.widths[-1], N))
+    def outputs(self, X: torch.Tensor, eff) -> torch.Tensor:
+        return self.forward(X)[0]
+
+    def chunk_gradients(self, X: torch.Tensor, y: torch.Tensor, n: int, eff) -> list[torch.Tensor]:
+        """The gradients of Σ_s (loss_s summed over this chunk), in the order of ``self.targets``."""
+        out, hs = self.forward(X)
+        dout = self.output_gradient(out, y, n)
+        grads = [self.mm(dout, hs[-1].mT)]
+        dh = self.mm(self.head.mT, dout)
+        layers = []
         for l in range(len(self.widths) - 1, -1, -1):
-            dz = torch.ops.aten.threshold_backward(dh, hs[l + 1], 0) if self.relu else dh
-            if l == 0:
-                self.add_times_inputs(self.gW[0], dz, hs[0])
-            else:
-                self.add_mm(self.gW[l], dz, hs[l].mT)
-            if self.b:
-                self.gb[l].add_(dz.sum(dim=-1))
+            dz = torch.where(hs[l + 1] > 0, dh, 0.0) if self.relu else dh
+            gW = self.grad_of_inputs(dz, X) if l == 0 else self.mm(dz, hs[l].mT)
+            layers.append([gW, dz.sum(dim=-1)] if self.b else [gW])
             if l > 0:
-                dh = self.mm(self.W[l].mT, dz, out=self.buffer(ws, f"dh{l % 2}", dout, self.widths[l - 1], N))
+                dh = self.mm(self.W[l].mT, dz)
+        return grads + [g for layer in layers[::-1] for g in layer]
 
 
 class _Optimizer:
@@ -399,8 +378,35 @@ class _Optimizer:
         param.addcdiv_(self.exp_avg, denom, value=-step_size)
 
 
-def _pass_for(model: torch.nn.Module, params: StackedParameters):
-    return _DLGNPass(model, params) if isinstance(model, models.DLGN) else _MLPPass(model, params)
+def use_compile(n_steps: int) -> bool:
+    """Whether a run of ``n_steps`` chunk steps compiles its step (``DLGN_COMPILE``: auto, 1, 0)."""
+    setting = os.environ.get("DLGN_COMPILE", "auto")
+    if setting not in ("auto", "0", "1"):
+        raise ValueError(f"DLGN_COMPILE={setting!r} is not allowed; use auto (default), 1 or 0")
+    return setting == "1" or (setting == "auto" and n_steps >= COMPILE_MIN_STEPS)
+
+
+class _CompiledOrEager:
+    """``torch.compile`` of a function, falling back to the function itself (with one warning)
+    when compiling fails, e.g. on a machine without a C compiler."""
+
+    def __init__(self, fn):
+        self.fn, self.compiled = fn, torch.compile(fn, dynamic=False)
+
+    def __call__(self, *args):
+        if self.compiled is not None:
+            try:
+                return self.compiled(*args)
+            except Exception as exc:   # any compiler failure: the eager function computes the same
+                warnings.warn(f"torch.compile failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                              "training continues uncompiled", RuntimeWarning, stacklevel=2)
+                self.compiled = None
+        return self.fn(*args)
+
+
+def _pass_for(model: torch.nn.Module, params: StackedParameters, task: str, margin: float):
+    kind = _DLGNPass if isinstance(model, models.DLGN) else _MLPPass
+    return kind(model, params, task, margin)
 
 
 @contextlib.contextmanager
@@ -444,9 +450,9 @@ def train_seeds(configs, *, device=None, progress: bool | None = None,
 def _train(configs, config, n_seeds, device, ds, progress) -> list[Run]:
     seed_models = [make_model(c, ds).to(device) for c in configs]
     params = StackedParameters(seed_models)
-    net = _pass_for(seed_models[0], params)
-    opt = _Optimizer(config, params.flat) if params.flat.numel() else None
     margin = loss_margin(config)
+    net = _pass_for(seed_models[0], params, ds.task, margin)
+    opt = _Optimizer(config, params.flat) if params.flat.numel() else None
     splits = {s: (getattr(ds, f"x_{s}").to(device), getattr(ds, f"y_{s}").to(device)) for s in SPLITS}
     x_train, y_train = splits["train"]
     n_train = x_train.shape[0]
@@ -457,7 +463,11 @@ def _train(configs, config, n_seeds, device, ds, progress) -> list[Run]:
     train_chunk = _chunk_rows(config.batch_size or n_train, TRAIN_CHUNK_BYTES,
                               n_seeds * width_sum * x_train.element_size())
 
-    ws = _Workspace()
+    n_batches = 1 if config.batch_size is None else -(-n_train // config.batch_size)
+    n_steps = config.epochs * n_batches * -(-min(config.batch_size or n_train, n_train) // train_chunk)
+    compiled = use_compile(n_steps)
+    chunk_gradients = _CompiledOrEager(net.chunk_gradients) if compiled else net.chunk_gradients
+    chunk_outputs = _CompiledOrEager(net.outputs) if compiled else net.outputs
 
     def outputs(x: torch.Tensor, flat: torch.Tensor | None = None) -> torch.Tensor:
         """Outputs (S, N, k) of every seed on inputs x (N, d), in chunks (with ``flat``'s weights)."""
@@ -466,8 +476,8 @@ def _train(configs, config, n_seeds, device, ds, progress) -> list[Run]:
             saved = params.flat.clone()
             params.flat.copy_(flat)
         try:
-            # clone: each chunk's output buffer is reused by the next chunk
-            out = torch.cat([net.forward(c, ws)[0].clone() for c in x.split(chunk)], dim=-1).mT
+            eff = net.effective()
+            out = torch.cat([chunk_outputs(c, eff) for c in x.split(chunk)], dim=-1).mT
             return out.reshape(n_seeds, *out.shape[-2:])
         finally:
             if saved is not None:
@@ -507,20 +517,21 @@ def _train(configs, config, n_seeds, device, ds, progress) -> list[Run]:
         for s, state in enumerate(params.state_dicts()):
             snapshots[s][epoch] = state
 
+
     def step(X: torch.Tensor, y: torch.Tensor):
         """One optimiser step on a minibatch X (B, d) shared by the seeds or (S, B, d), targets
         y (B,) or (S, B), in chunks of rows whose gradients add up."""
-        params.grad.zero_()
         eff = net.effective()
-        acc = net.new_accumulator(X)
         n = X.shape[-2]
         for start in range(0, n, train_chunk):
-            Xc = X[..., start:start + train_chunk, :]
-            yc = y[..., start:start + train_chunk]
-            out, cache = net.forward(Xc, ws, eff=eff)
-            dout = loss_gradient(out.mT, yc, ds.task, margin, n=n).mT
-            net.backward(cache, dout, acc, ws)
-        net.finish(acc, eff)
+            grads = chunk_gradients(X[..., start:start + train_chunk, :], y[..., start:start + train_chunk],
+                                    n, eff)
+            for target, grad in zip(net.targets, grads):
+                if start == 0:
+                    target.copy_(grad)
+                else:
+                    target.add_(grad)
+        net.finish(eff)
         opt.step(params.flat, params.grad)
 
     start = time.perf_counter()
@@ -557,6 +568,7 @@ def _train(configs, config, n_seeds, device, ds, progress) -> list[Run]:
     for s, cfg in enumerate(configs):
         history, meta = history_and_meta(tables[s], evaluated, best_vals[s], best_epochs[s], ds, device,
                                          seed_models[s], seconds, test_at_best[s])
-        meta.update(engine="fused", seeds_together=n_seeds)
+        meta.update(engine="fused", seeds_together=n_seeds,
+                    compiled=compiled and getattr(chunk_gradients, "compiled", None) is not None)
         out.append(Run(cfg, history, snapshots[s], best_states[s], meta))
     return out

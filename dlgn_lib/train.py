@@ -240,5 +240,5 @@ def train(config: RunConfig, *, device=None, progress: bool | None = None,
         test_at_best = evaluation_row(model.eval(), splits, ds.task, margin, ("test",))[5].item()
     history, meta = history_and_meta(table, evaluated, best_val, best_epoch, ds, device, model, seconds,
                                      test_at_best)
-    meta.update(engine="autograd", seeds_together=1)
+    meta.update(engine="autograd", seeds_together=1, compiled=False)
     return Run(config, history, snapshots, best_state, meta)

@@ -46,7 +46,7 @@ def check_against_single_runs(configs, dataset=None, rtol=1e-4, atol=1e-5):
         single = train.train(cfg, progress=False, dataset=dataset)
         assert multi.meta["engine"] == "fused" and multi.meta["seeds_together"] == len(configs)
         assert single.meta["engine"] == "autograd" and single.meta["seeds_together"] == 1
-        multi.meta.update(engine="autograd", seeds_together=1)   # all other meta keys must match
+        multi.meta.update(engine="autograd", seeds_together=1, compiled=False)   # the rest must match
         assert_runs_close(single, multi, rtol=rtol, atol=atol)
     return together
 
@@ -201,3 +201,36 @@ def test_rejects_mixed_configs_and_conv_kinds():
     conv = C.RunConfig(C.DataSpec.make("circle"), C.ModelSpec.make("conv_dlgn", (4,)))
     with pytest.raises(ValueError, match="not fully connected"):
         fused.train_seeds([conv])
+
+
+def test_compiled_step_gives_the_same_runs(monkeypatch):
+    # Long runs compile their step with torch.compile; DLGN_COMPILE=1 forces it on a short one.
+    monkeypatch.setenv("DLGN_COMPILE", "1")
+    configs = [config("dlgn", s, batch_size=32, shuffle=False) for s in SEEDS[:2]]
+    for cfg, run in zip(configs, fused.train_seeds(configs, progress=False)):
+        assert run.meta["compiled"] is True
+        run.meta.update(engine="autograd", seeds_together=1, compiled=False)
+        assert_runs_close(train.train(cfg, progress=False), run, rtol=1e-4, atol=1e-5)
+
+
+def test_a_failing_compiler_falls_back_to_the_eager_step(monkeypatch):
+    def broken(fn, **kwargs):
+        def fail(*args):
+            raise RuntimeError("no C compiler")
+        return fail
+    monkeypatch.setattr(torch, "compile", broken)
+    monkeypatch.setenv("DLGN_COMPILE", "1")
+    cfg = config("relu", 3, batch_size=16)
+    with pytest.warns(RuntimeWarning, match="no C compiler"):
+        run, = fused.train_seeds([cfg], progress=False)
+    assert run.meta["compiled"] is False
+    run.meta.update(engine="autograd")
+    assert_runs_close(train.train(cfg, progress=False), run, rtol=1e-4, atol=1e-5)
+
+
+def test_compile_setting_is_checked(monkeypatch):
+    monkeypatch.setenv("DLGN_COMPILE", "yes")
+    with pytest.raises(ValueError, match="DLGN_COMPILE='yes'"):
+        fused.use_compile(10)
+    monkeypatch.setenv("DLGN_COMPILE", "auto")
+    assert not fused.use_compile(fused.COMPILE_MIN_STEPS - 1) and fused.use_compile(fused.COMPILE_MIN_STEPS)
