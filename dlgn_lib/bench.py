@@ -18,6 +18,7 @@ table is saved to ``<build dir>/bench.txt``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import re
@@ -206,17 +207,37 @@ from dlgn_lib import bench, fused, train
 sizes = bench.MODES[{mode!r}]
 configs = sizes.sd1_configs()
 ds = train.load_dataset(configs[0].data)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 fused.train_seeds(configs, device={device!r}, progress=False, dataset=ds)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
 
 
-def sd1_peak_rss(mode: str, device: torch.device) -> float:
-    """Peak resident memory (bytes) of a fresh process that trains the SD-I seeds together."""
+def sd1_peak_rss(mode: str, device: torch.device, compile_setting: str) -> tuple[float, float]:
+    """Peak resident memory (bytes) of a fresh process that trains the SD-I seeds together, and
+    its peak before training (torch and the data loaded). A compiled run compiles from an empty
+    compile cache, as on a new machine."""
     script = PEAK_RSS_SCRIPT.format(threads=torch.get_num_threads(), mode=mode, device=str(device))
-    done = subprocess.run([sys.executable, "-c", script], cwd=locations.REPO_ROOT, capture_output=True,
-                          text=True, check=True)
-    return float(done.stdout.split()[-1])
+    with tempfile.TemporaryDirectory(prefix="dlgn-bench-compile-") as cache:
+        done = subprocess.run([sys.executable, "-c", script], cwd=locations.REPO_ROOT, capture_output=True,
+                              text=True, check=True, env={**os.environ, "DLGN_COMPILE": compile_setting,
+                                                          "TORCHINDUCTOR_CACHE_DIR": cache})
+    before, peak = done.stdout.split()[-2:]
+    return float(peak), float(before)
+
+
+@contextlib.contextmanager
+def compile_setting(value: str):
+    """``DLGN_COMPILE`` set to ``value`` inside the block (the trainer reads it per run)."""
+    before = os.environ.get("DLGN_COMPILE")
+    os.environ["DLGN_COMPILE"] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["DLGN_COMPILE"]
+        else:
+            os.environ["DLGN_COMPILE"] = before
 
 
 def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default") -> tuple[list[Row], list[str]]:
@@ -233,6 +254,16 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
     sd1_data = train.load_dataset(sd1[0].data)
     plain_one, plain_epoch = plain_sd1_loop(sd1[0], sd1_data, device)
     plain_many = [plain_sd1_loop(c, sd1_data, device)[0] for c in sd1]
+    # The protocol's 1,501 epochs compile the step (DLGN_COMPILE=auto); the timed runs are
+    # shorter, so they compile as the protocol would, unless compiling is switched off.
+    # Toy sizes (the machinery's smoke test) do not compile.
+    sd1_compile = "0" if os.environ.get("DLGN_COMPILE") == "0" or not sizes.targets_apply else "1"
+
+    def sd1_fused(configs):
+        def run():
+            with compile_setting(sd1_compile):
+                return fused.train_seeds(configs, device=device, progress=False, dataset=sd1_data)
+        return run
 
     def run_steps(step):
         return lambda: [step() for _ in range(sizes.steps)]
@@ -245,10 +276,9 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
                                for c in configs],
         "together": lambda: fused.train_seeds(configs, device=device, progress=False, dataset=dataset),
         "sd1 plain": plain_one,
-        "sd1 fused": lambda: fused.train_seeds(sd1[:1], device=device, progress=False, dataset=sd1_data),
+        "sd1 fused": sd1_fused(sd1[:1]),
         f"sd1 plain ×{len(sd1)}": lambda: [run() for run in plain_many],
-        f"sd1 fused ×{len(sd1)}": lambda: fused.train_seeds(sd1, device=device, progress=False,
-                                                             dataset=sd1_data),
+        f"sd1 fused ×{len(sd1)}": sd1_fused(sd1),
     }
     # Warm-up runs, which also count the FLOPs. The SD-I work is counted on the plain loop's
     # epoch (10 steps, validation): the fused trainer does the same training in other products.
@@ -258,9 +288,15 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
     for name in ("relu", "dlgn", "dlgn_sf"):
         jobs[name]()
     fused.train_seeds(configs[:2], device=device, progress=False, dataset=dataset)
-    fused.train_seeds(sd1[:2], device=device, progress=False, dataset=sd1_data)
-    say("  peak memory of the SD-I seeds trained together (a fresh process) …")
-    peak_rss = sd1_peak_rss(mode, device)
+    say(f"  SD-I warm-up (DLGN_COMPILE={sd1_compile}: the first runs compile the step) …")
+    warmup = {}
+    for name in ("sd1 fused", f"sd1 fused ×{len(sd1)}"):
+        start = time.perf_counter()
+        compiled = jobs[name]()[0].meta["compiled"]
+        warmup[name] = time.perf_counter() - start
+    say("  peak memory of the SD-I seeds trained together (fresh processes) …")
+    peak_rss, rss_before = sd1_peak_rss(mode, device, "0")
+    peak_rss_compiled = sd1_peak_rss(mode, device, "1")[0] if sd1_compile == "1" else float("nan")
 
     times: dict[str, list[float]] = {name: [] for name in jobs}
     for r in range(sizes.repeats):
@@ -293,6 +329,7 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
             lambda r: times[f"sd1 plain ×{n_sd1}"][r] / times[f"sd1 fused ×{n_sd1}"][r]), (">=", 6.0)),
         Row(f"peak memory of the {n_sd1}-seed SD-I run (fresh process)", (peak_rss / 1e9,), ("<=", 1.0),
             unit=" GB"),
+        Row(f"(same), compiled step, empty compile cache", (peak_rss_compiled / 1e9,), ("<=", 1.0), unit=" GB"),
         Row("SD-I FLOP/s / matmul FLOP/s, plain loop, one seed", per_repeat(
             lambda r: sd1_rate("sd1 plain", r) / rate("matmul", r))),
         Row("SD-I FLOP/s / matmul FLOP/s, package, one seed", per_repeat(
@@ -327,7 +364,12 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
         f"{med[f'sd1 plain ×{n_sd1}'] / e_sd1 / n_sd1 * 1e3:.1f} ms, package "
         f"{med[f'sd1 fused ×{n_sd1}'] / e_sd1 / n_sd1 * 1e3:.1f} ms; "
         f"{flops['sd1 epoch'] / 1e9:.3f} GFLOP of matrix products per epoch (plain loop's count)",
-        f"peak memory of the {n_sd1}-seed SD-I run: {peak_rss / 1e6:.0f} MB",
+        f"peak memory of the {n_sd1}-seed SD-I run: {peak_rss / 1e6:.0f} MB uncompiled, "
+        f"{peak_rss_compiled / 1e6:.0f} MB compiling its step; {rss_before / 1e6:.0f} MB of it before training "
+        "(torch and the data loaded)",
+        f"SD-I package step compiled: {'yes' if compiled else 'no'}; first runs (compiling, once per "
+        f"process and shape): one seed {warmup['sd1 fused']:.1f} s, {n_sd1} seeds "
+        f"{warmup[f'sd1 fused ×{n_sd1}']:.1f} s",
     ]
     return rows, reference
 
