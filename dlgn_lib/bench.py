@@ -201,16 +201,30 @@ def plain_sd1_loop(config: RunConfig, dataset, device: torch.device):
 
 
 PEAK_RSS_SCRIPT = """
-import resource, sys, torch
+import torch
 torch.set_num_threads({threads})
 from dlgn_lib import bench, fused, train
 sizes = bench.MODES[{mode!r}]
 configs = sizes.sd1_configs()
 ds = train.load_dataset(configs[0].data)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+before = bench.peak_rss()
 fused.train_seeds(configs, device={device!r}, progress=False, dataset=ds)
-print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+print(before, bench.peak_rss())
 """
+
+
+def peak_rss() -> float:
+    """This process's peak resident memory in bytes: VmHWM on Linux (getrusage's ru_maxrss would
+    also count the parent's pages at fork, which outlive exec), else ru_maxrss."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    scale = 1 if sys.platform == "darwin" else 1024
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
 
 
 def sd1_peak_rss(mode: str, device: torch.device, compile_setting: str) -> tuple[float, float]:

@@ -16,11 +16,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .models import RUN_KINDS
+from .models import DEFAULT_CONVENTION, MODEL_KINDS, RUN_KINDS
 
 #: Bump when a change to models, data or training alters what a given config produces: old cache
 #: entries then stop matching instead of being reused.
-CODE_VERSION = "3"
+CODE_VERSION = "4"
 
 PROFILES = ("quick", "full")
 OPTIMIZERS = ("adam", "sgd")
@@ -59,7 +59,11 @@ class DataSpec:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model by kind (``models.RUN_KINDS``), hidden widths (conv: channels) and options such as β."""
+    """A model by kind (``models.RUN_KINDS``), hidden widths (conv: channels) and options such as β.
+
+    Fully connected kinds always record their initialisation ``convention`` (default "group",
+    ``models.CONVENTIONS``), so runs of the two conventions never share a cache entry.
+    """
     kind: str
     widths: tuple[int, ...]
     options: tuple[tuple[str, Any], ...] = ()
@@ -68,6 +72,8 @@ class ModelSpec:
     def make(cls, kind: str, widths, **options) -> "ModelSpec":
         if kind not in RUN_KINDS:
             raise ParameterError(f"model kind={kind!r} is not allowed; choose one of {list(RUN_KINDS)}")
+        if kind in MODEL_KINDS:
+            options.setdefault("convention", DEFAULT_CONVENTION)
         return cls(kind, tuple(int(m) for m in widths), _freeze(options))
 
     def kwargs(self) -> dict:

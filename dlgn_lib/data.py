@@ -387,30 +387,75 @@ def odt_labels(x: torch.Tensor, normals: torch.Tensor, depth: int) -> torch.Tens
     return (1 - 2 * (leaf % 2)).to(torch.float32)
 
 
-def odt(d: int = 20, depth: int = 4, n_total: int = 40_000, seed: int = 0) -> Dataset:
+ODT_GENERATORS = ("package", "group")
+#: The seed of the group's published SD-I/II/III data.
+ODT_GROUP_SEED = 365
+
+
+def odt_group_draw(d: int, depth: int, n_total: int, seed: int = ODT_GROUP_SEED):
+    """The group's odt generator, as their public code draws it (reconstruction §3).
+
+    numpy's legacy ``RandomState(seed)`` draws first the 2**depth - 1 node normals
+    (``standard_normal((nodes, d))``, each row scaled to unit norm, not orthogonalised, no
+    biases), then the points from the same stream (``standard_normal((n_total, d))``, rows
+    scaled to unit norm). Each point walks from the root (heap index 0) to node 2i+2 when
+    ``w_i·x > 0``, else to 2i+1, ``depth`` times; its label is the leaf's heap index mod 2.
+
+    Returns:
+        float64 arrays: points (n_total, d), normals (nodes, d), and labels in {0, 1} (int64).
+    """
+    rng = np.random.RandomState(seed)
+    n_nodes = 2**depth - 1
+    normals = rng.standard_normal((n_nodes, d))
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    x = rng.standard_normal((n_total, d))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    node = np.zeros(n_total, dtype=np.int64)
+    for _ in range(depth):
+        right = np.einsum("ij,ij->i", x, normals[node]) > 0
+        node = np.where(right, 2 * node + 2, 2 * node + 1)
+    return x, normals, node % 2
+
+
+def odt(d: int = 20, depth: int = 4, n_total: int = 40_000, seed: int | None = None,
+        generator: str = "package") -> Dataset:
     """The oblique-decision-tree benchmark (SPEC §3 odt; table T).
 
-    x is uniform on the unit sphere S^{d-1}; the label is :func:`odt_labels` under
-    :func:`odt_tree` ``(d, depth, seed)``. The n_total points are split 50/25/25 into
-    train/val/test. ``ODT_CONFIGS`` holds the paper-scale settings; a smaller ``n_total`` gives
-    quick profiles.
+    generator "package": x is uniform on the unit sphere S^{d-1}; the label is :func:`odt_labels`
+    under :func:`odt_tree` ``(d, depth, seed)`` (orthonormal node normals; seed 0 by default).
+    generator "group": the group's own data (:func:`odt_group_draw`, seed 365 by default), the one
+    behind their published SD-I/II/III numbers; label 1 of their code is +1 here, label 0 is -1.
+    The n_total points are split 50/25/25 into train/val/test in their drawn order.
+    ``ODT_CONFIGS`` holds the paper-scale settings; a smaller ``n_total`` gives quick profiles.
     """
     _check_positive_int("n_total", n_total, minimum=4)
-    _check_seed(seed)
-    generator = torch.Generator().manual_seed(seed)
-    normals = _odt_normals(d, depth, generator)  # the same draw as odt_tree(d, depth, seed)
-    x = torch.randn(n_total, d, generator=generator)  # a normalised Gaussian is uniform on S^{d-1}
-    x /= x.norm(dim=1, keepdim=True)
-    y = odt_labels(x, normals, depth)
+    _check_choice("generator", generator, ODT_GENERATORS)
+    if generator == "group":
+        seed = ODT_GROUP_SEED if seed is None else seed
+        _check_seed(seed)
+        _check_positive_int("d", d)
+        _check_positive_int("depth", depth)
+        x64, normals64, labels = odt_group_draw(d, depth, n_total, seed)
+        x = torch.from_numpy(x64).float()
+        normals = torch.from_numpy(normals64)
+        y = torch.from_numpy(2.0 * labels - 1).float()
+    else:
+        seed = 0 if seed is None else seed
+        _check_seed(seed)
+        torch_generator = torch.Generator().manual_seed(seed)
+        normals = _odt_normals(d, depth, torch_generator)  # the same draw as odt_tree(d, depth, seed)
+        x = torch.randn(n_total, d, generator=torch_generator)  # a normalised Gaussian is uniform on S^{d-1}
+        x /= x.norm(dim=1, keepdim=True)
+        y = odt_labels(x, normals, depth)
     n_train, n_val = n_total // 2, n_total // 4
     bounds = {"train": (0, n_train), "val": (n_train, n_train + n_val),
               "test": (n_train + n_val, n_total)}
     parts = {}
     for part, (start, stop) in bounds.items():
         parts[f"x_{part}"], parts[f"y_{part}"] = x[start:stop], y[start:stop]
-    meta = {"d": d, "depth": depth, "normals": normals}
-    return Dataset(name=f"odt-d{d}-depth{depth}", task="binary", n_classes=1, source="generated",
-                   meta=meta, **parts)
+    meta = {"d": d, "depth": depth, "normals": normals, "generator": generator, "seed": seed}
+    name = f"odt-d{d}-depth{depth}" + ("-group" if generator == "group" else "")
+    return Dataset(name=name, task="binary", n_classes=1, source="generated", meta=meta, **parts)
 
 
 # --------------------------------------------------------------------------------------------

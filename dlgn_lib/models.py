@@ -27,11 +27,13 @@ from torch import nn
 MODEL_KINDS = ("dln", "relu", "dlgn", "dlgn_sf", "dlgn_frozen")
 VALUE_INPUTS = ("ones", "x")
 GATE_MODES = ("soft", "hard")
-#: Initialisation conventions. "he": the package's first choices (gating N(0, 1/fan_in), value
-#: layers He-normal, a directly learned u^1). "group": the authors' public code (PyTorch's default
+#: Initialisation conventions. "group" (the default): the authors' public code (PyTorch's default
 #: ``nn.Linear`` init everywhere; value input "ones" as a d-vector of ones through a bias-free
-#: d -> m_1 layer, so u^1 = U^1 1; binary loss = cross-entropy on the logits (-f, f)).
-CONVENTIONS = ("he", "group")
+#: d -> m_1 layer, so u^1 = U^1 1; binary loss = cross-entropy on the logits (-f, f)). "he": the
+#: package's first choices (gating N(0, 1/fan_in), value layers He-normal, a directly learned
+#: u^1, logistic loss on f).
+CONVENTIONS = ("group", "he")
+DEFAULT_CONVENTION = "group"
 
 
 def default_device() -> torch.device:
@@ -51,7 +53,7 @@ def _check_widths(widths) -> tuple[int, ...]:
     return widths
 
 
-def _value_linear(fan_in: int, fan_out: int, convention: str = "he") -> nn.Linear:
+def _value_linear(fan_in: int, fan_out: int, convention: str) -> nn.Linear:
     """A bias-free value layer: He-normal ("he": gates switch off about half the units) or
     PyTorch's default ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` ("group")."""
     layer = nn.Linear(fan_in, fan_out, bias=False)
@@ -113,14 +115,14 @@ class DLGN(GatedNet):
         frozen_gates: keep the gating network at its random init (kernel regime, no feature
             learning); only the value network is trained.
         gate_mode: "soft" (training default) or "hard" evaluation of the gates in ``forward``.
-        convention: "he" or "group" (``CONVENTIONS``): the initialisation, and with value input
-            "ones" whether u^1 is learned directly ("he") or as ``U^1 1`` with U^1 of shape
-            (m_1, d) ("group"; ``value_first`` then holds U^1).
+        convention: "group" (default) or "he" (``CONVENTIONS``): the initialisation, and with
+            value input "ones" whether u^1 is learned as ``U^1 1`` with U^1 of shape (m_1, d)
+            ("group"; ``value_first`` then holds U^1) or directly ("he").
     """
 
     def __init__(self, in_dim: int, widths: Sequence[int], out_dim: int = 1, *, beta: float = 4.0,
                  gate_bias: bool = False, value_input: str = "ones", shallow: bool = False,
-                 frozen_gates: bool = False, gate_mode: str = "soft", convention: str = "he"):
+                 frozen_gates: bool = False, gate_mode: str = "soft", convention: str = "group"):
         super().__init__()
         widths = _check_widths(widths)
         _check_choice("value_input", value_input, VALUE_INPUTS)
@@ -212,13 +214,14 @@ class ReLUNet(GatedNet):
     indicators ``1(W^ℓ h^{ℓ-1} + b^ℓ > 0)`` and its value input is x (SPEC §1 baselines).
 
     With ``bias=False`` the output equals the path sum with value input "x" exactly (claim C1).
-    ``convention``: "he" (He-normal weights, zero biases) or "group" (PyTorch's default init).
+    ``convention``: "group" (PyTorch's default init, the default) or "he" (He-normal weights, zero
+    biases).
     """
 
     value_input = "x"
 
     def __init__(self, in_dim: int, widths: Sequence[int], out_dim: int = 1, *, bias: bool = True,
-                 convention: str = "he"):
+                 convention: str = "group"):
         super().__init__()
         widths = _check_widths(widths)
         _check_choice("convention", convention, CONVENTIONS)
@@ -260,12 +263,12 @@ class ReLUNet(GatedNet):
 class DeepLinearNet(GatedNet):
     """Deep linear network (DLN): ``U^{L+1} ⋯ U^1 x``; every gate is always on (SPEC §1 baselines).
 
-    ``convention``: "he" (N(0, 1/fan_in) weights) or "group" (PyTorch's default init).
+    ``convention``: "group" (PyTorch's default init, the default) or "he" (N(0, 1/fan_in) weights).
     """
 
     value_input = "x"
 
-    def __init__(self, in_dim: int, widths: Sequence[int], out_dim: int = 1, *, convention: str = "he"):
+    def __init__(self, in_dim: int, widths: Sequence[int], out_dim: int = 1, *, convention: str = "group"):
         super().__init__()
         widths = _check_widths(widths)
         _check_choice("convention", convention, CONVENTIONS)

@@ -54,7 +54,7 @@ def make_model(config: RunConfig, dataset: data.Dataset) -> torch.nn.Module:
 
 def loss_margin(config: RunConfig) -> float:
     """The binary-loss margin factor of a config's model convention (``models.binary_margin``)."""
-    return models.binary_margin(config.model.kwargs().get("convention", "he"))
+    return models.binary_margin(config.model.kwargs().get("convention", models.DEFAULT_CONVENTION))
 
 
 def make_optimizer(config: RunConfig, params, **options) -> torch.optim.Optimizer:

@@ -18,7 +18,7 @@ def arc_dlgn(arcs_per_layer, values=None, head=None):
     half-width h around φ. Value weights default to ones; ``values`` sets u^1, ``head`` U^{L+1}.
     """
     widths = tuple(len(layer) for layer in arcs_per_layer)
-    model = models.DLGN(2, widths, gate_bias=True, shallow=True).double()
+    model = models.DLGN(2, widths, gate_bias=True, shallow=True, convention="he").double()   # u^1 set directly
     with torch.no_grad():
         for layer, arcs in zip(model.gating, arcs_per_layer):
             for i, (centre, half) in enumerate(arcs):
@@ -49,7 +49,7 @@ def random_arc_dlgn(widths=(3, 2, 2), seed=0):
 def random_dlgn(widths=(3, 2, 2), seed=0):
     """A float64 DLGN with deep linear gating and small random gate biases."""
     torch.manual_seed(seed)
-    model = models.DLGN(2, widths, gate_bias=True).double()
+    model = models.DLGN(2, widths, gate_bias=True, convention="he").double()
     with torch.no_grad():
         for layer in model.gating:
             layer.bias.normal_(std=0.3)

@@ -62,7 +62,7 @@ def test_relu_switch_angles_match_piecewise_linear_geometry():
     """Layer 2 of a ReLU net is linear between layer-1 switches: its exact switches are the
     crossings of each piece's line that fall inside that piece."""
     torch.manual_seed(1)
-    model = models.ReLUNet(2, (6, 4)).double()
+    model = models.ReLUNet(2, (6, 4), convention="he").double()   # zero biases: switches on the circle
     with torch.no_grad():
         model.layers[0].bias.normal_(std=0.4)
         model.layers[1].bias.normal_(std=0.4)
@@ -167,7 +167,7 @@ def test_dlgn_gate_vectors_follow_the_hyperplane_angles_and_the_table_matches_br
 
 def test_gate_vectors_leave_out_dead_and_always_on_units():
     torch.manual_seed(2)
-    model = models.ReLUNet(3, (5, 4)).double()
+    model = models.ReLUNet(3, (5, 4), convention="he").double()
     with torch.no_grad():
         model.layers[0].weight[:2] *= 0.5 / model.layers[0].weight[:2].norm(dim=1, keepdim=True)
         model.layers[0].bias[0] = -1.0  # dead on the unit sphere (‖w‖ = 0.5)

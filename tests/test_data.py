@@ -442,3 +442,47 @@ def test_fashion_loads_and_second_prepare_does_no_work(monkeypatch):
     assert dataset.x_test.shape == (10_000, 784) and dataset.x_train.dtype == torch.float32
     for y, per_class in ((dataset.y_train, 5400), (dataset.y_val, 600), (dataset.y_test, 1000)):
         assert torch.equal(torch.bincount(y, minlength=10), torch.full((10,), per_class))
+
+
+# --------------------------------------------------------------------------------------------
+# odt, the group's generator: the known answers of their published data (seed 365)
+
+GROUP_ODT_ANSWERS = {
+    # d, n_total, label-1 count (all, train, test), x[0, :3], w[0, :3] (None: not published)
+    "SD-I": (20, 40_000, (18_749, 9_346, 4_705), (0.088529, 0.378642, 0.188620), (0.041911, 0.130660, 0.204006)),
+    "SD-II": (100, 60_000, (32_052, 16_122, 8_038), (0.180060, 0.074606, 0.107799), None),
+    "SD-III": (500, 100_000, (48_718, 24_432, 12_199), (0.001954, 0.003757, -0.037442), None),
+}
+
+
+@pytest.mark.parametrize("config", GROUP_ODT_ANSWERS)
+def test_group_odt_generator_reproduces_the_published_data(config):
+    d, n_total, (ones, train_ones, test_ones), x0, w0 = GROUP_ODT_ANSWERS[config]
+    assert data.ODT_CONFIGS[config] == dict(d=d, n_total=n_total)
+    ds = data.odt(d=d, n_total=n_total, generator="group")
+    assert (len(ds.x_train), len(ds.x_val), len(ds.x_test)) == (n_total // 2, n_total // 4, n_total // 4)
+    counts = [int((y > 0).sum()) for y in (ds.y_train, ds.y_val, ds.y_test)]
+    assert sum(counts) == ones and counts[0] == train_ones and counts[2] == test_ones
+    assert set(torch.cat([ds.y_train, ds.y_val, ds.y_test]).tolist()) == {-1.0, 1.0}
+    np.testing.assert_allclose(ds.x_train[0, :3].numpy(), x0, atol=5e-7)
+    if w0 is not None:
+        np.testing.assert_allclose(ds.meta["normals"][0, :3].numpy(), w0, atol=5e-7)
+    assert ds.meta["generator"] == "group" and ds.meta["seed"] == 365
+
+
+def test_group_odt_labels_follow_the_tree_walk_by_brute_force():
+    # An independent walk, point by point in plain Python, over the generator's own arrays.
+    x, w, labels = data.odt_group_draw(d=7, depth=3, n_total=300, seed=11)
+    assert np.allclose(np.linalg.norm(w, axis=1), 1) and np.allclose(np.linalg.norm(x, axis=1), 1)
+    for point, label in zip(x, labels):
+        node = 0
+        for _ in range(3):
+            node = 2 * node + 2 if float(np.dot(w[node], point)) > 0 else 2 * node + 1
+        assert 7 <= node <= 14 and label == node % 2
+    ds = data.odt(d=7, depth=3, n_total=300, seed=11, generator="group")
+    assert torch.equal(ds.y_train, torch.from_numpy(2.0 * labels[:150] - 1).float())
+
+
+def test_odt_generator_is_checked():
+    with pytest.raises(ValueError, match="generator"):
+        data.odt(d=20, n_total=100, generator="groups")

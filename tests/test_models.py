@@ -38,10 +38,11 @@ def brute_force_path_sum(model, x, hard):
 @pytest.mark.parametrize("gate_bias", [False, True])
 @pytest.mark.parametrize("hard", [False, True])
 @pytest.mark.parametrize("shallow", [False, True])
-def test_dlgn_forward_equals_path_sum(value_input, gate_bias, hard, shallow):
+@pytest.mark.parametrize("convention", models.CONVENTIONS)
+def test_dlgn_forward_equals_path_sum(value_input, gate_bias, hard, shallow, convention):
     torch.manual_seed(1)
     model = models.DLGN(3, (3, 2, 4), out_dim=2, beta=3.0, gate_bias=gate_bias,
-                        value_input=value_input, shallow=shallow).double()
+                        value_input=value_input, shallow=shallow, convention=convention).double()
     if gate_bias:  # biases start at zero; make them matter
         for layer in model.gating:
             torch.nn.init.normal_(layer.bias)
@@ -122,7 +123,7 @@ def test_frozen_gate_dlgn_keeps_its_gating_network_while_values_train():
 
 def test_hard_gates_are_half_space_indicators_and_soft_gates_approach_them():
     torch.manual_seed(7)
-    model = models.DLGN(3, (4, 4), beta=1e4).double()
+    model = models.DLGN(3, (4, 4), beta=1e4, convention="he").double()   # unit-scale pre-activations
     x = torch.randn(50, 3, dtype=torch.float64)
     for (V, c), g_hard, g_soft in zip(model.effective_hyperplanes(), model.gates(x, hard=True),
                                       model.gates(x, hard=False)):
@@ -157,3 +158,40 @@ def test_bad_model_arguments_name_the_problem(bad):
     name = next(iter(bad))
     with pytest.raises(ValueError, match=name):
         models.build_model(**args)
+
+
+def test_group_convention_init_is_pytorch_default_uniform():
+    # PyTorch's nn.Linear default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), i.e. variance 1/(3 fan_in).
+    # On 200 × 400 = 80,000 weights the sample mean and variance are within 5 standard errors.
+    torch.manual_seed(0)
+    model = models.DLGN(400, (200, 200), convention="group")
+    for name, w in [("gating.1", model.gating[1].weight), ("value_layers.0", model.value_layers[0].weight),
+                    ("value_first", model.value_first)]:
+        fan_in = w.shape[1]
+        bound, n = fan_in ** -0.5, w.numel()
+        w = w.detach().double()
+        assert w.abs().max() <= bound, name
+        var = bound ** 2 / 3
+        assert abs(w.mean().item()) < 5 * (var / n) ** 0.5, name
+        # standard error of the sample variance of a uniform: sqrt((μ4 - σ⁴)/n), μ4 = bound⁴/5
+        assert abs(w.var().item() - var) < 5 * ((bound ** 4 / 5 - var ** 2) / n) ** 0.5, name
+    # Value input "ones" feeds a vector of d ones through U^1: u^1 = U^1 1.
+    assert model.value_first.shape == (200, 400)
+    torch.testing.assert_close(model.value_weights()[0], model.value_first @ torch.ones(400))
+    he = models.DLGN(400, (200, 200), convention="he")
+    assert he.value_first.shape == (200,)
+    # He-normal value layers: variance 2/fan_in, far from the uniform's 1/(3 fan_in)
+    assert he.value_layers[0].weight.var().item() == pytest.approx(2 / 200, rel=0.05)
+
+
+def test_run_configs_record_the_convention_and_hash_apart():
+    from dlgn_lib import config as C
+    data = C.DataSpec.make("circle")
+    default = C.ModelSpec.make("dlgn", (4,))
+    assert default.kwargs()["convention"] == "group" == models.DEFAULT_CONVENTION
+    assert C.ModelSpec.make("dlgn", (4,), convention="group") == default
+    he = C.ModelSpec.make("dlgn", (4,), convention="he")
+    assert C.RunConfig(data, default).key() != C.RunConfig(data, he).key()
+    assert "convention" not in C.ModelSpec.make("conv_dlgn", (4,)).kwargs()
+    with pytest.raises(ValueError, match="convention"):
+        models.build_model("relu", 2, (3,), convention="xavier")

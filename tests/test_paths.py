@@ -197,7 +197,7 @@ def test_path_polygon_areas_match_monte_carlo_fractions(widths):
 
 def test_gate_pattern_cells_tile_the_box_and_match_a_dense_grid():
     box = (-1.0, 1.0, -1.0, 1.0)
-    model = dlgn(2, (4, 3), seed=4)
+    model = dlgn(2, (4, 3), seed=4, convention="he")   # unit-scale hyperplanes: many cells in the box
     cells = paths.gate_pattern_cells_2d(model, box)
     assert sum(map(paths.polygon_area, cells.values())) == pytest.approx(4.0, abs=1e-10)
     h = 2.0 / 500

@@ -204,7 +204,8 @@ def hand_dlgn(angles_deg: Sequence[float], depth: int, x: torch.Tensor, y: torch
         raise ValueError("angles_deg is empty; give at least one angle")
     m = len(angles_deg)
     theta = torch.deg2rad(torch.tensor([float(a) for a in angles_deg], dtype=torch.float64))
-    model = models.DLGN(2, (m,) * depth, gate_mode="hard").double()
+    # Convention "he": u¹ is a parameter of its own, set directly below.
+    model = models.DLGN(2, (m,) * depth, gate_mode="hard", convention="he").double()
     with torch.no_grad():
         model.gating[0].weight.copy_(torch.stack([torch.cos(theta), torch.sin(theta)], 1))
         if depth == 2:
