@@ -122,16 +122,18 @@ def gate_layer_table(model, x: torch.Tensor, threshold: float, /, **columns) -> 
     The clustering score, cluster count and mean ``|cos|`` are those of notebook 07, computed on
     ``gate_vectors`` instead of hyperplane normals, so they are defined for ReLU nets too. Column
     ``m`` counts the units whose gate varies over x; ``constant`` the units left out; ``columns``
-    are added as constant columns (e.g. ``model="relu", state="init"``).
-
-    Raises:
-        ValueError: a layer has fewer than two units whose gate varies over x.
+    are added as constant columns (e.g. ``model="relu", state="init"``). A layer with fewer than
+    two varying units has no clustering score: its score, cluster count, cluster share and mean
+    ``|cos|`` are NaN (pandas means skip it).
     """
     vectors = gate_vectors(model, x)
-    for layer, rows in enumerate(vectors, start=1):
-        if len(rows) < 2:
-            raise ValueError(f"layer {layer}: only {len(rows)} unit(s) switch over the {x.shape[0]} inputs; "
-                             "a clustering score needs at least 2")
-    table = clusters.layer_table(vectors, threshold, **columns)
-    table["constant"] = [m - len(rows) for m, rows in zip(model.widths, vectors)]
+    rows = []
+    for layer, varying in enumerate(vectors, start=1):
+        if len(varying) >= 2:
+            rows.append({**clusters.layer_table([varying], threshold, **columns).iloc[0].to_dict(), "layer": layer})
+        else:
+            rows.append({**columns, "layer": layer, "m": len(varying), "score": math.nan, "n_clusters": math.nan,
+                         "cluster_share": math.nan, "mean_abs_cos": math.nan})
+    table = pd.DataFrame(rows)
+    table["constant"] = [m - len(varying) for m, varying in zip(model.widths, vectors)]
     return table

@@ -185,9 +185,12 @@ def test_gate_vectors_leave_out_dead_and_always_on_units():
     assert table.loc[1, "constant"] + table.loc[1, "m"] == 4
 
 
-def test_gate_layer_table_needs_two_switching_units():
+def test_gate_layer_table_has_no_score_for_a_layer_without_two_switching_units():
     model = models.ReLUNet(3, (3, 3)).double()
     with torch.no_grad():
-        model.layers[0].bias.fill_(-10.0)  # every unit of layer 1 is dead
-    with pytest.raises(ValueError, match="layer 1"):
-        compare.gate_layer_table(model, sphere(100, 3, seed=0), 0.7)
+        model.layers[0].bias.fill_(-10.0)  # every unit of layer 1 is dead; so layer 2 is constant too
+        model.layers[1].bias.fill_(0.5)
+    table = compare.gate_layer_table(model, sphere(100, 3, seed=0), 0.7, model="relu")
+    assert list(table["layer"]) == [1, 2] and list(table["m"]) == [0, 0] and list(table["constant"]) == [3, 3]
+    assert table[["score", "n_clusters", "cluster_share", "mean_abs_cos"]].isna().all().all()
+    assert list(table.columns[:3]) == ["model", "layer", "m"]
