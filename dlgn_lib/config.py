@@ -299,21 +299,21 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
     },
     "09": {
         # Fashion-MNIST: images per class for training, validation and test (all of them: 5,400 /
-        # 600 / 1,000). odt: n_total points for SD-I, SD-II, SD-III (paper: data.ODT_CONFIGS).
-        # lrs: the learning rates tried, one chosen per (dataset, model) on validation accuracy.
+        # 600 / 1,000). lrs: the learning rates tried, one chosen per model on validation.
+        # odt: the group's protocol (dl.protocol) on the data sets odt_sets, odt_seeds seeds,
+        # odt_epochs passes (the protocol's 1,501 under full); odt_n_total None = the full sets.
         # CIFAR-10/100 (only where the data is on disk): cifar_sizes = images for training,
         # validation and test (None: all; validation = the last official training images);
         # conv_channels: the 5-layer conv net (the reference size, 128, under full).
         "quick": dict(seeds=2, lrs=(3e-3,), fmnist_per_class=(100, 100, 100),
                       fmnist_widths=(64, 64, 64), epochs=15, batch_size=100,
-                      odt_n_totals=(4000, 4000, 4000), odt_widths=(32, 32, 32), odt_epochs=20,
-                      odt_batch_size=200, odt_eval_every=1, n_snapshots=2, cifar_sizes=(1000, 500, 1000),
+                      odt_sets=("SD-I",), odt_seeds=5, odt_epochs=40, odt_n_total=None,
+                      n_snapshots=2, cifar_sizes=(1000, 500, 1000),
                       conv_channels=(16,) * 5, conv_epochs=5, conv_batch_size=100),
         "full": dict(seeds=3, lrs=(1e-3, 3e-3), fmnist_per_class=(5400, 600, 1000),
                      fmnist_widths=(128, 128, 128, 128), epochs=50, batch_size=256,
-                     odt_n_totals=(40000, 60000, 100000), odt_widths=(256, 256, 256),
-                     odt_epochs=1500, odt_batch_size=2000, odt_eval_every=10, n_snapshots=2,
-                     cifar_sizes=(None, 5000, None), conv_channels=(128,) * 5, conv_epochs=50,
-                     conv_batch_size=256),
+                     odt_sets=("SD-I", "SD-II", "SD-III"), odt_seeds=5, odt_epochs=1501, odt_n_total=None,
+                     n_snapshots=2, cifar_sizes=(None, 5000, None), conv_channels=(128,) * 5,
+                     conv_epochs=50, conv_batch_size=256),
     },
 }

@@ -27,9 +27,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import data
+from . import data, locations
 from .config import DataSpec, ModelSpec, RunConfig
-from .tables import run_metric, select_on_validation
+from .plots import MODEL_NAMES
+from .tables import run_metric, select_on_validation, write_text_atomic
 
 DATASETS = ("SD-I", "SD-II", "SD-III")
 #: (β, learning rate, hidden widths) per data set and kind, from the group's notebook.
@@ -133,3 +134,24 @@ def _setting(config: RunConfig) -> str:
     options = config.model.kwargs()
     beta = f"β {options['beta']:g}, " if "beta" in options else ""
     return f"{beta}lr {config.lr:g}, widths {'-'.join(map(str, config.model.widths))}, {config.epochs} epochs"
+
+
+def format_comparison(table: pd.DataFrame) -> str:
+    """The comparison as printed text: accuracies to one decimal, names of the models."""
+    shown = pd.DataFrame({
+        "data": table["data"], "model": [MODEL_NAMES.get(k, k) for k in table["model"]],
+        "published": [("—" if math.isnan(v) else f"{v:.1f}") for v in table["published"]],
+        "reproduced": [f"{m:.1f} ± {s:.1f}" if not math.isnan(s) else f"{m:.1f}"
+                       for m, s in zip(table["mean"], table["std"])],
+        "difference": [("—" if math.isnan(v) else f"{v:+.1f}") for v in table["difference"]],
+        "within 2 std": table["within 2 std"], "seeds": table["seeds"], "setting": table["setting"],
+    })
+    return shown.to_string(index=False)
+
+
+def save_comparison(table: pd.DataFrame, table_id: str):
+    """Write the comparison's numbers to ``<figures dir>/<table_id>.csv``; returns the path."""
+    path = locations.figures_dir() / f"{table_id}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, table.to_csv(index=False, float_format="%.4f"))
+    return path

@@ -43,6 +43,7 @@ from traitlets import default
 
 from dlgn_lib import cluster
 from dlgn_lib.config import PROFILES
+from dlgn_lib.verdict import EARLIER_MARK
 from dlgn_lib.locations import REPO_ROOT, build_dir, display_path
 
 # Kernel name that always means "ipykernel on the interpreter running the series".
@@ -150,12 +151,14 @@ def check_kernel(kernel_name: str) -> None:
 
 
 def extract_verdicts(nb: nbformat.NotebookNode) -> list[str]:
-    """Lines printed to stdout by the notebook's cells that contain "SUPPORTED", in order."""
+    """Lines printed to stdout by the notebook's cells that contain "SUPPORTED", in order; earlier
+    verdicts that a notebook prints beside its current one (``verdict.history``) are left out."""
     lines = []
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                lines += [line.strip() for line in output["text"].splitlines() if VERDICT_MARK in line]
+                lines += [line.strip() for line in output["text"].splitlines()
+                          if VERDICT_MARK in line and not line.strip().startswith(EARLIER_MARK)]
     return lines
 
 

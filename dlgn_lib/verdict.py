@@ -3,12 +3,16 @@
 Each check prints its metric, the comparison and the threshold; the verdict line reads
 ``VERDICT C5 [quick]: SUPPORTED (3 of 3 checks pass)`` or ``NOT SUPPORTED``. Nothing here adjusts
 a threshold: a claim that fails its checks is reported as not supported, with its numbers.
+Earlier verdicts stay visible: ``history`` prints those of ``verdict_history.json`` beside the
+current one (reconstruction §8).
 """
 from __future__ import annotations
 
+import json
 import math
 import operator
 from dataclasses import dataclass
+from pathlib import Path
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
@@ -84,3 +88,29 @@ def verdict(claim: str, checks, profile: str) -> None:
     """Print a claim's checks and its verdict line (see ``evaluate``); returns nothing, so the
     notebook shows the printed lines only."""
     print(evaluate(claim, checks, profile).text())
+
+
+HISTORY_FILE = Path(__file__).with_name("verdict_history.json")
+#: How ``history`` starts each earlier verdict line, so that readers of the outputs (the series
+#: runner's summary) can tell earlier verdicts from current ones.
+EARLIER_MARK = "earlier:"
+
+
+def earlier_verdicts(notebook: str) -> list[dict]:
+    """The earlier verdicts of a notebook ("04"), oldest first: each a dict with ``verdict``,
+    ``setting``, ``status`` and ``reason`` (``verdict_history.json``, reconstruction §8)."""
+    notebooks = json.loads(HISTORY_FILE.read_text())["notebooks"]
+    return list(notebooks.get(notebook, []))
+
+
+def history(notebook: str) -> None:
+    """Print a notebook's earlier verdicts beside its current one (printed above by its verdict
+    cell): what each said, under which setting, and why it was superseded."""
+    entries = earlier_verdicts(notebook)
+    if not entries:
+        print(f"notebook {notebook}: no earlier verdict; the verdict above is its first")
+        return
+    print(f"notebook {notebook}: earlier verdicts (the current one is printed above)")
+    for entry in entries:
+        print(f"  {EARLIER_MARK} {entry['verdict']}\n    setting: {entry['setting']}; {entry['status']}: "
+              f"{entry['reason']}")

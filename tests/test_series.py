@@ -57,6 +57,8 @@ def test_extract_verdicts_reads_printed_lines_only():
         ]),
         new_code_cell("", outputs=[new_output("execute_result", data={"text/plain": "'SUPPORTED'"})]),
         new_code_cell("", outputs=[new_output("stream", name="stdout", text="  C5: NOT SUPPORTED  \n")]),
+        new_code_cell("", outputs=[new_output("stream", name="stdout",
+                                              text="  earlier: C5 [quick]: SUPPORTED (2 of 2)\n")]),
     ])
     assert series.extract_verdicts(nb) == ["C2: SUPPORTED (gap 0.12)", "C5: NOT SUPPORTED"]
 

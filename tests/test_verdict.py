@@ -34,3 +34,20 @@ def test_bad_operator_and_empty_verdict_are_errors():
                                         (123456.0, "1.23e+05"), (12.5, "12.5")])
 def test_format_number(value, text):
     assert V.format_number(value) == text
+
+
+def test_history_prints_every_earlier_verdict_with_its_setting_and_reason(capsys):
+    import json
+    from dlgn_lib.verdict import HISTORY_FILE, earlier_verdicts, history
+    registry = json.loads(HISTORY_FILE.read_text())["notebooks"]
+    assert registry, "the registry lists earlier verdicts"
+    for notebook, entries in registry.items():
+        assert earlier_verdicts(notebook) == entries
+        history(notebook)
+        out = capsys.readouterr().out
+        for entry in entries:
+            assert set(entry) == {"verdict", "setting", "status", "reason"}
+            assert "SUPPORTED" in entry["verdict"] and entry["reason"]
+            assert entry["verdict"] in out and entry["reason"] in out and entry["setting"] in out
+    history("00")
+    assert "no earlier verdict" in capsys.readouterr().out
