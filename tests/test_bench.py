@@ -6,8 +6,9 @@ import pytest
 
 from dlgn_lib import bench
 
-CHEAP_ROWS = ("SD-I protocol (DLGN 6-6, batch 20, val every epoch), one seed: plain loop / package",
-              "SD-I protocol (DLGN 6-6, batch 20, val every epoch), 2 seeds: plain loops / package, per seed",
+CHEAP_ROWS = ("SD-I protocol (DLGN 6-6, batch 20, val every epoch), one seed, passes 1-2: plain loop / package",
+              "(same), one seed, a whole run of 3 passes: plain loop / package",
+              "SD-I protocol (DLGN 6-6, batch 20, val every epoch), 2 seeds, passes 1-2: plain loops / package, per seed",
               "peak memory of the 2-seed SD-I run (fresh process)", "SD-I FLOP/s / matmul FLOP/s, package, 2 seeds",
               "DLGN step / ReLU step", "DLGN-SF step / ReLU step", "2 seeds one by one / together",
               "overlap kernel FLOP/s / matmul FLOP/s", "training FLOP/s / matmul FLOP/s, ReLU step",
