@@ -367,7 +367,7 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
             lambda r: times[f"sd1 plain ×{n_sd1}"][r] / times[f"sd1 fused ×{n_sd1}"][r]), (">=", 6.0)),
         Row(f"peak memory of the {n_sd1}-seed SD-I run (fresh process)", (peak_rss / 1e9,), ("<=", 1.0),
             unit=" GB"),
-        Row(f"(same), compiled step, empty compile cache", (peak_rss_compiled / 1e9,), ("<=", 1.0), unit=" GB"),
+        Row("(same), compiled step, empty compile cache", (peak_rss_compiled / 1e9,), ("<=", 1.0), unit=" GB"),
         Row("SD-I FLOP/s / matmul FLOP/s, plain loop, one seed", per_repeat(
             lambda r: sd1_rate("sd1 plain", r) / rate("matmul", r))),
         Row("SD-I FLOP/s / matmul FLOP/s, package, one seed", per_repeat(
