@@ -4,15 +4,17 @@ Small nets are overhead-bound: a training step of a 20-unit DLGN spends most of 
 per-operation dispatch, autograd bookkeeping and optimiser loops, not in arithmetic. This trainer
 removes that overhead for every fully connected kind (DLGN, DLGN-SF, frozen-gate DLGN, DLN, ReLU):
 
-- the parameters of S seeds live in one flat (S, P) buffer (trainable and frozen parts apart);
-  each weight is a (S, out, in) view of it, and every layer is one batched matrix product;
+- the parameters of S seeds live in flat buffers (trainable and frozen parts apart), each weight
+  a contiguous (S, out, in) block, and every layer is one batched matrix product (for one seed a
+  plain one); activations are feature-major, (S, units, samples);
 - the gating network of a DLGN is deep *linear*, so all its pre-activations come from one product
   with the stacked effective hyperplanes ``[V^1; …; V^L]`` (``V^ℓ = W^ℓ ⋯ W^1``), followed by one
   sigmoid over all layers at once (reconstruction §1);
 - the backward pass is written out: the gradients of a DLGN are a few products of the forward's
   own tensors (``dU^ℓ = (dh^ℓ ⊙ G^ℓ)ᵀ h^{ℓ-1}``, ``dG^ℓ = dh^ℓ ⊙ U^ℓ h^{ℓ-1}``, ``dη = β dG ⊙
-  G ⊙ (1 - G)``, ``dV = dηᵀ x``, then the chain ``V^ℓ = W^ℓ V^{ℓ-1}`` back to each ``W^ℓ``); they go
-  straight into one flat gradient buffer;
+  G ⊙ (1 - G)``, ``dV = dηᵀ x``, then the chain ``V^ℓ = W^ℓ V^{ℓ-1}`` back to each ``W^ℓ``), summed
+  over chunks of the minibatch into one flat gradient buffer; long runs compile this step with
+  ``torch.compile`` (``use_compile``);
 - one Adam (or SGD) step updates the whole buffer: both optimisers are element-wise, so this is
   exactly each seed's own optimiser;
 - evaluation runs in cache-sized chunks under ``no_grad``; with ``config.curves`` off only the
@@ -23,8 +25,8 @@ Each seed keeps its own run: its init is ``train.make_model``'s, its minibatches
 ``train.train`` (or taken in the data's order when ``config.shuffle`` is off), and evaluation,
 snapshots and best-state selection follow ``train.train``. The runs equal ``train.train``'s up to
 float rounding (``tests/test_fused.py``). Denormal floats are flushed to zero while this trainer
-runs (saturated sigmoids produce them, and they are slow on CPUs); the previous setting is
-restored afterwards.
+runs on a CPU (small products and optimiser states produce them, and they are slow there);
+PyTorch's default (no flushing) is set again afterwards.
 """
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ FUSED_KINDS = models.MODEL_KINDS
 EVAL_CHUNK_BYTES = 1 << 21
 TRAIN_CHUNK_BYTES = 1 << 21
 #: Runs of at least this many chunk steps compile the step with ``torch.compile`` (when
-#: ``DLGN_COMPILE`` is "auto", the default): compiling takes 10-30 s once per process and shape,
+#: ``DLGN_COMPILE`` is "auto", the default): compiling takes 3-25 s once per process and shape,
 #: and pays back on long runs only. "1" always compiles, "0" never.
 COMPILE_MIN_STEPS = 5000
 
