@@ -252,13 +252,12 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "full": dict(n=4000, widths=(10, 10, 10), epochs=3000, lr=5e-3, n_snapshots=40, n_check=200000),
     },
     "02": {
-        # Plane sets: n points each; odt SD-I (d = 20): odt_n_total points (paper scale 40,000).
+        # Plane sets: n points each, full batch. SD-I: the group's data and protocol (dl.protocol),
+        # odt_epochs passes (the protocol's 1,501 under full); odt_n_total None = all 40,000 points.
         "quick": dict(n=600, widths=(16, 16, 16), epochs=150, lr=1e-2, eval_every=5, n_snapshots=6,
-                      seeds=3, odt_n_total=16000, odt_widths=(32, 32, 32), odt_epochs=150,
-                      odt_batch_size=None),
+                      seeds=3, odt_epochs=40, odt_n_total=None),
         "full": dict(n=4000, widths=(64, 64, 64), epochs=2000, lr=5e-3, eval_every=10, n_snapshots=20,
-                     seeds=5, odt_n_total=40000, odt_widths=(256, 256, 256), odt_epochs=1500,
-                     odt_batch_size=2000),
+                     seeds=5, odt_epochs=1501, odt_n_total=None),
     },
     "04": {
         # Fashion-MNIST images per class in each split (all of them: 5,400 / 600 / 1,000); the

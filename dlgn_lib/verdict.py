@@ -114,3 +114,43 @@ def history(notebook: str) -> None:
     for entry in entries:
         print(f"  {EARLIER_MARK} {entry['verdict']}\n    setting: {entry['setting']}; {entry['status']}: "
               f"{entry['reason']}")
+
+
+#: The registry of verdict rules (reconstruction §8): every rule that replaced an earlier one,
+#: stated and committed before any of its runs, with its thresholds, settings, seeds and targets.
+RULES_FILE = Path(__file__).with_name("verdict_rules.json")
+_RULE_KEYS = {"notebook", "claim", "version", "registered", "status", "statement", "thresholds",
+              "settings", "seeds", "targets", "replaces", "why"}
+RULE_STATUSES = ("registered", "measured", "retired")
+
+
+def registered_rules(notebook: str | None = None) -> list[dict]:
+    """The registered rules, oldest first; only those of ``notebook`` ("02") when given.
+
+    Each is a dict with ``notebook``, ``claim``, ``version``, ``registered`` (date), ``status``
+    (``RULE_STATUSES``: registered before its runs, measured, or retired), ``statement``,
+    ``thresholds`` (name → value, the notebook's constants), ``settings``, ``seeds``, ``targets``,
+    ``replaces`` (the earlier rule) and ``why`` it was replaced.
+    """
+    rules = json.loads(RULES_FILE.read_text())["rules"]
+    for rule in rules:
+        missing, extra = _RULE_KEYS - set(rule), set(rule) - _RULE_KEYS
+        if missing or extra or rule["status"] not in RULE_STATUSES:
+            raise ValueError(f"{RULES_FILE.name}: rule {rule.get('claim')} v{rule.get('version')} of notebook "
+                             f"{rule.get('notebook')} is malformed (missing {sorted(missing)}, unknown "
+                             f"{sorted(extra)}, status {rule.get('status')!r}; allowed {list(RULE_STATUSES)})")
+    return [r for r in rules if notebook is None or r["notebook"] == notebook]
+
+
+def rules(notebook: str) -> None:
+    """Print a notebook's registered rules: version, date, status, statement, thresholds, seeds."""
+    entries = registered_rules(notebook)
+    if not entries:
+        print(f"notebook {notebook}: its rules are the first ones, stated in the notebook")
+        return
+    for rule in entries:
+        thresholds = ", ".join(f"{k} = {v:g}" for k, v in rule["thresholds"].items())
+        print(f"{rule['claim']} rule v{rule['version']} (registered {rule['registered']}, {rule['status']}): "
+              f"{rule['statement']}\n  thresholds: {thresholds}\n  settings: {rule['settings']}\n"
+              f"  seeds: {rule['seeds']}\n  targets: {rule['targets']}\n"
+              f"  replaces: {rule['replaces']}\n  why: {rule['why']}")

@@ -51,3 +51,41 @@ def test_history_prints_every_earlier_verdict_with_its_setting_and_reason(capsys
             assert entry["verdict"] in out and entry["reason"] in out and entry["setting"] in out
     history("00")
     assert "no earlier verdict" in capsys.readouterr().out
+
+
+def _code_of(notebook: str) -> str:
+    import json
+    from pathlib import Path
+    path = next((Path(__file__).parents[1] / "notebooks").glob(f"{notebook}_*.ipynb"))
+    cells = json.loads(path.read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+
+
+def test_registered_rules_are_the_thresholds_their_notebooks_use(capsys):
+    import re
+    from dlgn_lib.verdict import registered_rules, rules
+    entries = registered_rules()
+    assert entries, "the registry lists at least one rule"
+    for rule in entries:
+        code = _code_of(rule["notebook"])
+        assert f'dl.verdict.rules("{rule["notebook"]}")' in code, "the notebook prints its rules"
+        if rule["status"] == "retired":
+            continue
+        for name, value in rule["thresholds"].items():
+            found = re.findall(rf"^{name}\s*=\s*([-+0-9.eE]+)", code, flags=re.M)
+            assert found and float(found[0]) == value, f"{rule['notebook']} {name}: {found} vs {value}"
+        rules(rule["notebook"])
+        out = capsys.readouterr().out
+        assert f"{rule['claim']} rule v{rule['version']}" in out and rule["statement"] in out
+    rules("00")
+    assert "first ones" in capsys.readouterr().out
+
+
+def test_a_malformed_rule_is_an_error_naming_it(tmp_path, monkeypatch):
+    import json
+    from dlgn_lib import verdict
+    bad = tmp_path / "rules.json"
+    bad.write_text(json.dumps({"rules": [{"notebook": "02", "claim": "C2", "version": 3, "status": "done"}]}))
+    monkeypatch.setattr(verdict, "RULES_FILE", bad)
+    with pytest.raises(ValueError, match=r"C2 v3 of notebook 02 is malformed.*status 'done'"):
+        verdict.registered_rules()
