@@ -310,7 +310,7 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
                       n_snapshots=2, cifar_sizes=(1000, 500, 1000),
                       conv_channels=(16,) * 5, conv_epochs=5, conv_batch_size=100),
         "full": dict(seeds=3, lrs=(1e-3, 3e-3), fmnist_per_class=(5400, 600, 1000),
-                     fmnist_widths=(128, 128, 128, 128), epochs=50, batch_size=256,
+                     fmnist_widths=(128, 128, 128, 128), epochs=30, batch_size=256,
                      odt_sets=("SD-I", "SD-II", "SD-III"), odt_seeds=5, odt_epochs=1501, odt_n_total=None,
                      n_snapshots=2, cifar_sizes=(None, 5000, None), conv_channels=(128,) * 5,
                      conv_epochs=50, conv_batch_size=256),
