@@ -28,10 +28,9 @@ _use_threads(_os.environ.get("DLGN_NUM_THREADS", "1"))
 
 #: The library's modules, imported on first use (``dl.paths``, ``dl.kernels``, …), so that
 #: ``python -m dlgn_lib.<module>`` runs a module that has not been imported yet.
-MODULES = ("batched", "circle", "cluster", "clusters", "compare", "config", "data", "fused", "kernels",
-           "locations", "losses", "models", "paths", "plots", "protocol", "runs", "saliency", "tables",
-           "train",
-           "verdict", "widgets")
+MODULES = ("batched", "circle", "cluster", "clusters", "compare", "config", "data", "fidelity", "fused",
+           "kernels", "locations", "losses", "models", "nodes", "paths", "plots", "protocol", "runs",
+           "saliency", "tables", "train", "verdict", "widgets")
 __all__ = [*MODULES, "save_figure"]
 
 

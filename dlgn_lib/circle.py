@@ -265,6 +265,108 @@ def rotated_share_inside_pieces(cells: Cells, magnitudes: np.ndarray, pieces: Se
     return float((mags * measure / TWO_PI).sum() / total) if total > 0 else math.nan
 
 
+#: Rotations on the uniform grid of the random-rotation baselines of purity and tolerant containment.
+N_ROTATIONS = 720
+#: Bound on the (rotations × pieces × paths) block evaluated at once.
+_COVER_BLOCK = 4_000_000
+
+
+def _region_cdf(cells: Cells) -> tuple[np.ndarray, np.ndarray]:
+    """Per path, the active length from 0 up to each edge: (C + 1, P); and the support (C, P)."""
+    support = cells.support.reshape(len(cells.lengths), -1)
+    cdf = np.vstack([np.zeros((1, support.shape[1])), np.cumsum(cells.lengths[:, None] * support, axis=0)])
+    return cdf, support
+
+
+def _cover(cells: Cells, cdf: np.ndarray, support: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Length of every path's region on each arc (starts[i] → ends[i], counter-clockwise): (n, P).
+
+    Exact for any arc, marks or not: within a cell a path's region is all or nothing, so its
+    active length up to θ is linear between edges.
+    """
+    def upto(theta):
+        idx = np.clip(np.searchsorted(cells.edges, theta, side="right") - 1, 0, len(cells.lengths) - 1)
+        return cdf[idx] + (theta - cells.edges[idx])[:, None] * support[idx]
+    a, b = upto(starts), upto(ends)
+    wraps = (ends < starts)[:, None]
+    return np.where(wraps, cdf[-1][None, :] - a + b, b - a)
+
+
+def _best_piece_cover(cells: Cells, pieces: Sequence, rotations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each path's largest length inside one piece, the pieces turned by each rotation: (R, P);
+    and the paths' region lengths (P,)."""
+    cdf, support = _region_cdf(cells)
+    bounds = np.array([_check_arc(p) for p in pieces], dtype=np.float64)          # (K, 2)
+    per_rotation = len(bounds) * support.shape[1]
+    best = np.empty((len(rotations), support.shape[1]))
+    step = max(1, _COVER_BLOCK // max(per_rotation, 1))
+    for first in range(0, len(rotations), step):
+        turn = rotations[first:first + step, None]                                  # (r, 1)
+        starts = np.mod(bounds[None, :, 0] + turn, TWO_PI).ravel()
+        ends = np.mod(bounds[None, :, 1] + turn, TWO_PI).ravel()
+        cover = _cover(cells, cdf, support, starts, ends).reshape(len(turn), len(bounds), -1)
+        best[first:first + step] = cover.max(axis=1)
+    return best, cdf[-1]
+
+
+def _mass_mean(values: np.ndarray, magnitudes: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Mean of per-path values weighted by path magnitude over paths with a non-empty region."""
+    mags = np.asarray(magnitudes, dtype=np.float64).ravel() * (length > MIN_CELL)
+    total = mags.sum()
+    return (values * mags).sum(axis=-1) / total if total > 0 else np.full(values.shape[:-1], math.nan)
+
+
+def _check_tolerance(tolerance: float) -> float:
+    if not (isinstance(tolerance, (int, float)) and 0 <= tolerance < math.pi):
+        raise ValueError(f"tolerance={tolerance!r} is not allowed; it must be an angle in [0, π) radians")
+    return float(tolerance)
+
+
+def region_purity(cells: Cells, magnitudes: np.ndarray, pieces: Sequence, rotation: float = 0.0) -> float:
+    """Continuous purity of the path regions against the target's pieces (C5).
+
+    Each path's purity is the share of its region that lies in its best piece (1: inside one piece;
+    1/2: split evenly over two); the result is its mean weighted by ``‖g_π‖`` over paths with a
+    non-empty region. A region that overhangs a jump by a sliver loses only the sliver's share, so
+    nothing hinges on a knife edge. ``rotation`` turns the pieces (for baselines).
+    """
+    best, length = _best_piece_cover(cells, pieces, np.array([float(rotation)]))
+    purity = np.divide(best[0], length, out=np.zeros_like(length), where=length > MIN_CELL)
+    return float(_mass_mean(purity, magnitudes, length))
+
+
+def tolerant_share_inside(cells: Cells, magnitudes: np.ndarray, pieces: Sequence, tolerance: float,
+                          rotation: float = 0.0) -> float:
+    """Share of path mass on regions inside one piece up to ``tolerance`` radians (C5).
+
+    A region counts as inside when the part of it outside its best piece is at most ``tolerance``
+    long: e.g. the grid step π / n_train, which no training point can resolve, or the width of a
+    soft gate. ``tolerance=0`` is :func:`share_inside_pieces` (up to float rounding).
+    """
+    tolerance = _check_tolerance(tolerance)
+    best, length = _best_piece_cover(cells, pieces, np.array([float(rotation)]))
+    inside = (length - best[0] <= tolerance + MIN_CELL * len(cells.lengths)) & (length > MIN_CELL)
+    return float(_mass_mean(inside.astype(np.float64), magnitudes, length))
+
+
+def rotation_baselines(cells: Cells, magnitudes: np.ndarray, pieces: Sequence, tolerance: float = 0.0,
+                       n_rotations: int = N_ROTATIONS) -> dict[str, float]:
+    """Purity and tolerant share inside, each averaged over the pieces turned by every angle of a
+    uniform grid of ``n_rotations`` (the regions placed at random against the target).
+
+    Returns ``{"purity": …, "share inside": …}``.
+    """
+    tolerance = _check_tolerance(tolerance)
+    if not (isinstance(n_rotations, int) and n_rotations >= 1):
+        raise ValueError(f"n_rotations={n_rotations!r} is not allowed; it must be a positive integer")
+    rotations = np.arange(n_rotations) * (TWO_PI / n_rotations)
+    best, length = _best_piece_cover(cells, pieces, rotations)
+    purity = np.divide(best, length, out=np.zeros_like(best), where=length > MIN_CELL)
+    inside = ((length - best <= tolerance + MIN_CELL * len(cells.lengths)) & (length > MIN_CELL)).astype(np.float64)
+    return {"purity": float(_mass_mean(purity, magnitudes, length).mean()),
+            "share inside": float(_mass_mean(inside, magnitudes, length).mean())}
+
+
 # --------------------------------------------------------------------------- regions of a target
 
 def boundaries_per_arc(boundaries: Sequence[np.ndarray], arcs: Mapping[str, tuple]) -> dict[str, int]:
@@ -392,6 +494,34 @@ def epochs_to_fraction_of_rise(epochs, values, fraction: float) -> float:
     if not values[-1] > values[0]:
         return math.inf
     return epochs_to_fraction_of_change(epochs, values, fraction)
+
+
+def sustained_rise_epoch(epochs, values, fraction: float = 0.5) -> float:
+    """The first epoch from which a quantity stays at least ``fraction`` of its net rise above its
+    start: ``min e_k`` with ``v_j − v_0 ≥ fraction · (v_end − v_0)`` for every ``j ≥ k``.
+
+    Directed: when the quantity ends no higher than it started (``v_end ≤ v_0``) it never rose, and
+    the result is NaN, so a share that falls early cannot be timed as if it had risen.
+    """
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction={fraction!r} is not allowed; it must lie in (0, 1]")
+    epochs, values = np.asarray(epochs, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    if epochs.shape != values.shape or epochs.size < 2:
+        raise ValueError(f"epochs and values must be 1-D of the same length >= 2, got {epochs.shape} and {values.shape}")
+    rise = values[-1] - values[0]
+    if not rise > 0:
+        return math.nan
+    above = values - values[0] >= fraction * rise
+    # Positions from which every later value stays above: a suffix of `above` that is all True.
+    stays = np.flip(np.logical_and.accumulate(np.flip(above)))
+    return float(epochs[np.argmax(stays)])
+
+
+def ratio_above_floor(value: float, reference: float, floor: float) -> float:
+    """``(value − floor) / (reference − floor)``: how much of the distance a quantity could still
+    fall (to ``floor``) is left, e.g. the boundary distance trained against init above the antipodal
+    floor of a net without gate biases (``antipodal_distance_floor``). NaN when reference ≤ floor."""
+    return float((value - floor) / (reference - floor)) if reference > floor else math.nan
 
 
 def time_ratio(first: float, second: float) -> float:

@@ -16,6 +16,15 @@ which treats ``v`` and ``-v`` as the same hyperplane (the two sides of one cut).
   ``|cos| ≥ τ``. m units in general position give m clusters; m copies of one line give 1.
 - **clustered order** (``clustered_order``): the leaf order of the same dendrogram, which puts
   similar units next to each other in a similarity matrix.
+- **cluster counts over thresholds** (``cluster_counts``): the count at a sweep of τ, so that no
+  conclusion hangs on one threshold.
+- **effective number of directions** and **collapse** (``effective_directions``, ``collapse``):
+  clustering into a few tight groups and collapse of a whole layer onto a few lines both raise the
+  score; these tell them apart. With unit normals u_i, the matrix M = (1/m) Σ u_i u_iᵀ has
+  eigenvalues λ summing to 1 and its participation ratio ``1 / Σ λ²`` counts the distinct lines
+  (1 for m copies of one line, k for k orthogonal lines equally used); collapse rescales it to
+  [0, 1]: ``(r − n_eff) / (r − 1)`` with r = min(m, d), 1 when every unit lies on one line, 0 when
+  the units spread evenly over r orthogonal lines.
 
 Inputs are arrays (or tensors) of shape (m, d), one row per unit; rows need not be unit-normalised
 but must be non-zero. Everything is computed in float64.
@@ -138,6 +147,36 @@ def clustered_order(vectors, *, method: str = "complete", is_cos: bool = False) 
     return hierarchy.leaves_list(_linkage(cos, method)).astype(np.int64)
 
 
+def cluster_counts(vectors, thresholds, *, method: str = "complete", is_cos: bool = False) -> dict[float, int]:
+    """:func:`cluster_count` at each threshold τ of ``thresholds``: ``{τ: count}``."""
+    cos = _cos_of(vectors, is_cos)
+    return {float(t): cluster_count(cos, _check_threshold(t), method=method, is_cos=True) for t in thresholds}
+
+
+def effective_directions(vectors) -> float:
+    """Participation ratio ``1 / Σ λ²`` of M = (1/m) Σ u_i u_iᵀ over the unit rows u_i.
+
+    Sign-blind (u and −u give the same u uᵀ), between 1 (all rows on one line) and min(m, d).
+    """
+    rows = _as_rows(vectors)
+    norms = np.linalg.norm(rows, axis=1)
+    if np.any(norms == 0):
+        raise ValueError("a row is zero: a hyperplane needs a non-zero normal")
+    unit = rows / norms[:, None]
+    # The non-zero eigenvalues of M = UᵀU/m are those of the Gram matrix UUᵀ/m (the smaller side).
+    gram = unit @ unit.T if unit.shape[0] <= unit.shape[1] else unit.T @ unit
+    eigenvalues = np.clip(np.linalg.eigvalsh(gram / unit.shape[0]), 0.0, None)
+    return float(1.0 / np.sum(eigenvalues ** 2))
+
+
+def collapse(vectors) -> float:
+    """``(r − n_eff) / (r − 1)``, r = min(m, d), n_eff = :func:`effective_directions`: 1 when all
+    units lie on one line, 0 when they spread evenly over r orthogonal lines (NaN when r = 1)."""
+    rows = _as_rows(vectors)
+    r = min(rows.shape)
+    return float((r - effective_directions(rows)) / (r - 1)) if r > 1 else float("nan")
+
+
 def layer_table(layers, threshold: float = DEFAULT_THRESHOLD, *, method: str = "complete",
                 **columns) -> pd.DataFrame:
     """One row per layer: width, clustering score, cluster count and mean pairwise ``|cos|``.
@@ -150,7 +189,8 @@ def layer_table(layers, threshold: float = DEFAULT_THRESHOLD, *, method: str = "
     Returns:
         DataFrame with columns ``layer`` (1-based), ``m``, ``score``, ``n_clusters``,
         ``cluster_share`` (= n_clusters / m; 1 means no two units cluster), ``mean_abs_cos``
-        (over pairs i < j), plus ``columns``.
+        (over pairs i < j), ``n_directions`` (:func:`effective_directions`) and ``collapse``
+        (:func:`collapse`), plus ``columns``.
     """
     rows = []
     for layer, vectors in enumerate(layers, start=1):
@@ -160,5 +200,6 @@ def layer_table(layers, threshold: float = DEFAULT_THRESHOLD, *, method: str = "
         rows.append({**columns, "layer": layer, "m": m,
                      "score": clustering_score(cos, threshold, is_cos=True),
                      "n_clusters": n_clusters, "cluster_share": n_clusters / m,
-                     "mean_abs_cos": float(cos[np.triu_indices(m, 1)].mean())})
+                     "mean_abs_cos": float(cos[np.triu_indices(m, 1)].mean()) if m > 1 else float("nan"),
+                     "n_directions": effective_directions(vectors), "collapse": collapse(vectors)})
     return pd.DataFrame(rows)

@@ -315,3 +315,95 @@ def test_target_arcs_of_the_circle_targets():
     assert circle.target_arcs(mixture) == {"smooth": (0.5, 3.7), "rough": (3.7, 0.5)}
     with pytest.raises(ValueError, match="steps"):
         circle.target_arcs(data.circle("ramp", n_train=8, n_val=8, n_test=8))
+
+
+# --------------------------------------------------------------------------- purity and tolerance
+
+def test_purity_of_regions_by_hand():
+    # Marks at the quarter angles. Neuron 0: 0.5 ± 0.2, inside piece 1 (purity 1); neuron 1:
+    # π/2 ± 0.3, half in each piece (1/2); neuron 2: π/2 + 0.1 ± 0.3, 0.4 of 0.6 in piece 2 (2/3).
+    marks = (0.0, math.pi / 2, math.pi, 1.5 * math.pi)
+    pieces = circle.pieces_between(marks)
+    model = arc_dlgn([[(0.5, 0.2), (math.pi / 2, 0.3), (math.pi / 2 + 0.1, 0.3)]], values=[1.0, -2.0, 3.0])
+    cells = circle.circle_cells(model, marks)
+    mags = circle.path_magnitudes(model)
+    want = (1 * 1.0 + 2 * 0.5 + 3 * (0.4 / 0.6)) / 6
+    assert circle.region_purity(cells, mags, pieces) == pytest.approx(want)
+    # The marks need not be cut points: the same cells without marks give the same purity.
+    assert circle.region_purity(circle.circle_cells(model), mags, pieces) == pytest.approx(want)
+
+
+def test_a_region_exactly_inside_a_piece_has_purity_one_and_counts_inside():
+    model = arc_dlgn([[(1.0, 0.5)]])
+    cells, mags = circle.circle_cells(model), circle.path_magnitudes(model)
+    pieces = [(0.5, 1.5), (1.5, 0.5)]   # the region is exactly the first piece
+    assert circle.region_purity(cells, mags, pieces) == pytest.approx(1.0)
+    assert circle.tolerant_share_inside(cells, mags, pieces, tolerance=0.0) == 1.0
+
+
+@pytest.mark.parametrize("overhang,tolerance,inside", [(0.01, 0.02, True), (0.03, 0.02, False),
+                                                       (0.01, 0.0, False)])
+def test_an_overhang_below_the_tolerance_counts_as_inside(overhang, tolerance, inside):
+    # Region [1.0, 1.5 + overhang] against pieces split at 1.5.
+    half = (0.5 + overhang) / 2
+    model = arc_dlgn([[(1.0 + half, half)]])
+    cells, mags = circle.circle_cells(model), circle.path_magnitudes(model)
+    pieces = circle.pieces_between((0.2, 1.5, 4.0))
+    assert circle.tolerant_share_inside(cells, mags, pieces, tolerance) == (1.0 if inside else 0.0)
+    assert circle.region_purity(cells, mags, pieces) == pytest.approx(0.5 / (0.5 + overhang))
+
+
+def test_tolerance_zero_is_the_exact_share_and_the_rotation_grid_matches_the_exact_baseline():
+    model = random_arc_dlgn((3, 2, 2), seed=4)
+    marks = np.array(data.DEFAULT_STEPS)
+    pieces = circle.pieces_between(marks)
+    cells, mags = circle.circle_cells(model, marks), circle.path_magnitudes(model)
+    assert circle.tolerant_share_inside(cells, mags, pieces, 0.0) == pytest.approx(
+        circle.share_inside_pieces(cells, mags, pieces))
+    # A second method: the exact measure of rotations (gap arithmetic) against a grid of 20,000.
+    grid = circle.rotation_baselines(cells, mags, pieces, tolerance=0.0, n_rotations=20_000)
+    assert grid["share inside"] == pytest.approx(circle.rotated_share_inside_pieces(cells, mags, pieces), abs=2e-3)
+
+
+def test_purity_baseline_of_one_arc_by_numerical_integration():
+    # One region of length ℓ = 1 against two pieces (π, π): its purity under rotation s is
+    # max(cover)/ℓ; average it over a fine midpoint grid by direct interval arithmetic.
+    model = arc_dlgn([[(2.0, 0.5)]])
+    cells, mags = circle.circle_cells(model), circle.path_magnitudes(model)
+    pieces = [(0.0, math.pi), (math.pi, 0.0)]
+    shifts = (np.arange(4000) + 0.5) * TWO_PI / 4000
+    def overlap(lo, hi, a, b):
+        return max(0.0, min(hi, b) - max(lo, a))
+    values = []
+    for s in shifts:   # turn the region instead of the pieces (the same thing)
+        lo = (1.5 - s) % TWO_PI
+        parts = [(lo, min(lo + 1.0, TWO_PI))] + ([(0.0, lo + 1.0 - TWO_PI)] if lo + 1.0 > TWO_PI else [])
+        first = sum(overlap(a, b, 0.0, math.pi) for a, b in parts)
+        values.append(max(first, 1.0 - first))
+    got = circle.rotation_baselines(cells, mags, pieces, n_rotations=4000)["purity"]
+    assert got == pytest.approx(np.mean(values), abs=1e-3)
+    assert circle.region_purity(cells, mags, pieces) == 1.0
+
+
+def test_bad_tolerance_and_rotation_count_are_named():
+    model = arc_dlgn([[(1.0, 0.5)]])
+    cells, mags = circle.circle_cells(model), circle.path_magnitudes(model)
+    with pytest.raises(ValueError, match="tolerance"):
+        circle.tolerant_share_inside(cells, mags, [(0.0, 1.0)], tolerance=-0.1)
+    with pytest.raises(ValueError, match="n_rotations"):
+        circle.rotation_baselines(cells, mags, [(0.0, 1.0)], n_rotations=0)
+
+
+@pytest.mark.parametrize("values,want", [
+    ([0.0, 0.1, 0.2, 0.3, 0.4], 20.0),          # steady rise: half the rise first held at 0.2
+    ([0.0, 0.3, -0.1, 0.25, 0.4], 30.0),         # rises, falls back, then rises for good
+    ([0.5, 0.2, 0.1, 0.3, 0.4], math.nan),       # ends below its start: no rise to time
+    ([0.2, 0.2, 0.2, 0.2, 0.2], math.nan)])      # flat
+def test_sustained_rise_epoch_is_directed(values, want):
+    got = circle.sustained_rise_epoch([0, 10, 20, 30, 40], values, 0.5)
+    assert (math.isnan(got) and math.isnan(want)) or got == want
+
+
+def test_ratio_above_floor():
+    assert circle.ratio_above_floor(0.3, 0.5, 0.1) == pytest.approx(0.5)
+    assert math.isnan(circle.ratio_above_floor(0.3, 0.1, 0.1))

@@ -127,3 +127,40 @@ def test_bad_arguments_are_named():
         clusters.cluster_count(np.eye(3), method="ward")
     with pytest.raises(ValueError, match="at least 2"):
         clusters.clustering_score(np.ones((1, 3)))
+
+
+def test_identical_directions_have_one_direction_and_collapse_one():
+    rows = np.outer([1.0, -2.0, 0.5, 3.0], [0.3, -1.0, 2.0])   # one line, signs and scales vary
+    assert clusters.effective_directions(rows) == pytest.approx(1.0)
+    assert clusters.collapse(rows) == pytest.approx(1.0)
+    assert clusters.cluster_counts(rows, [0.5, 0.9, 0.99]) == {0.5: 1, 0.9: 1, 0.99: 1}
+
+
+@pytest.mark.parametrize("k,copies,d", [(3, 1, 3), (3, 4, 5), (4, 2, 4)])
+def test_k_orthogonal_lines_used_equally_give_k_directions(k, copies, d):
+    rng = np.random.default_rng(k + d)
+    basis = np.linalg.qr(rng.standard_normal((d, k)))[0].T
+    rows = np.repeat(basis, copies, axis=0) * rng.choice([-1.0, 1.0], size=(k * copies, 1))
+    assert clusters.effective_directions(rows) == pytest.approx(k)
+    r = min(k * copies, d)
+    assert clusters.collapse(rows) == pytest.approx((r - k) / (r - 1))
+    assert clusters.cluster_counts(rows, [0.1, 0.9]) == {0.1: k, 0.9: k}
+
+
+@pytest.mark.parametrize("m,d", [(5, 12), (30, 6)])
+def test_effective_directions_matches_the_pairwise_cosine_sum(m, d):
+    """Σλ² = trace(M²) = (1/m²) Σ_ij cos²(u_i, u_j): a second computation, by a double loop."""
+    rng = np.random.default_rng(m * d)
+    rows = rng.standard_normal((m, d)) * rng.uniform(0.2, 4, (m, 1))
+    total = 0.0
+    for a in rows:
+        for b in rows:
+            total += (a @ b) ** 2 / ((a @ a) * (b @ b))
+    assert clusters.effective_directions(rows) == pytest.approx(m * m / total, rel=1e-10)
+    assert 1.0 <= clusters.effective_directions(rows) <= min(m, d) + 1e-9
+
+
+def test_layer_table_reports_directions_and_collapse():
+    table = clusters.layer_table([np.eye(4), np.ones((3, 4))], 0.9)
+    assert table["n_directions"].tolist() == pytest.approx([4.0, 1.0])
+    assert table["collapse"].tolist() == pytest.approx([0.0, 1.0])
