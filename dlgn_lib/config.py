@@ -296,6 +296,15 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "quick": dict(n_grid=4096, odt_seeds=3),
         "full": dict(n_grid=16384, odt_seeds=3),
     },
+    "10": {
+        # The group's odt protocol (dl.protocol) on the data sets `sets` (checked) and
+        # `report_sets` (reported only), `epochs` passes, `seeds` seeds from SEED, `n_snapshots`
+        # log-spaced snapshots; a ReLU net's later layers are read at `n_relu_points` validation points.
+        "quick": dict(sets=("SD-I", "SD-II"), report_sets=(), epochs=60, seeds=5, n_snapshots=8,
+                      n_relu_points=200),
+        "full": dict(sets=("SD-I", "SD-II"), report_sets=("SD-III",), epochs=1501, seeds=5, n_snapshots=12,
+                     n_relu_points=200),
+    },
     "09": {
         # Fashion-MNIST: images per class for training, validation and test (all of them: 5,400 /
         # 600 / 1,000). lrs: the learning rates tried, one chosen per model on validation.

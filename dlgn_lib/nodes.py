@@ -86,12 +86,13 @@ def normals_per_layer(model, x: torch.Tensor | None = None) -> list[np.ndarray]:
     return [V.double().cpu().numpy() for V, _ in paths.effective_hyperplanes(model)]
 
 
-def layer_table(model, node_normals, threshold: float = DEFAULT_THRESHOLD, x: torch.Tensor | None = None,
+def layer_table(net, node_normals, threshold: float = DEFAULT_THRESHOLD, x: torch.Tensor | None = None,
                 **columns) -> pd.DataFrame:
-    """One row per gating layer: ``layer`` (1-based), ``units`` (rows measured), ``share`` and
-    ``mean`` (``node_alignment``), plus ``columns`` (e.g. ``model="dlgn", seed=0, epoch=10``)."""
+    """One row per gating layer of the network ``net``: ``layer`` (1-based), ``units`` (rows
+    measured), ``share`` and ``mean`` (``node_alignment``), plus ``columns`` (e.g.
+    ``model="dlgn", seed=0, epoch=10``)."""
     rows = []
-    for layer, normals in enumerate(normals_per_layer(model, x), start=1):
+    for layer, normals in enumerate(normals_per_layer(net, x), start=1):
         best = best_node_cos(normals, node_normals)
         rows.append({**columns, "layer": layer, "units": int(best.size),
                      "share": float((best >= _check_threshold(threshold)).mean()), "mean": float(best.mean())})

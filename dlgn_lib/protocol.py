@@ -63,6 +63,14 @@ def data_spec(name: str, n_total: int | None = None) -> DataSpec:
     return DataSpec.make("odt", d=size["d"], n_total=n_total or size["n_total"], generator="group")
 
 
+def dataset_name(spec: DataSpec) -> str:
+    """The protocol's name ("SD-I", …) of one of its data specs, at any ``n_total``."""
+    for name in DATASETS:
+        if data_spec(name, spec.kwargs().get("n_total")) == spec:
+            return name
+    raise ValueError(f"{spec} is not one of the protocol's data sets {list(DATASETS)}")
+
+
 def configs(name: str, kind: str, *, seeds: Sequence[int] = SEEDS, epochs: int = EPOCHS,
             n_total: int | None = None) -> list[RunConfig]:
     """The protocol's run configs for one data set and kind, one per seed (and per ReLU grid
@@ -110,7 +118,7 @@ def comparison(runs: Sequence, names: Sequence[str] = DATASETS) -> pd.DataFrame:
     """
     by_cell: dict = {}
     for run in choose(runs):
-        name = next(n for n in names if data_spec(n, run.config.data.kwargs()["n_total"]) == run.config.data)
+        name = dataset_name(run.config.data)
         by_cell.setdefault((name, run.config.model.kind), []).append(run)
     rows = []
     for name in names:

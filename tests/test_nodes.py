@@ -36,7 +36,7 @@ def test_layer_table_of_a_dlgn_uses_its_effective_hyperplanes():
     torch.manual_seed(0)
     model = models.DLGN(5, (4, 3)).double()
     node_normals = np.random.default_rng(0).standard_normal((3, 5))
-    table = nodes.layer_table(model, node_normals, 0.9, model_kind="dlgn")
+    table = nodes.layer_table(model, node_normals, 0.9, model="dlgn")
     assert table["layer"].tolist() == [1, 2] and table["units"].tolist() == [4, 3]
     for layer, (V, _) in enumerate(model.effective_hyperplanes()):
         want = nodes.node_alignment(V.detach().numpy(), node_normals, 0.9)

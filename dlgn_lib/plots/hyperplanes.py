@@ -1,5 +1,6 @@
-"""Figures of hidden units' hyperplanes (claims C4, C6): similarity matrices, |cos| histograms,
-clustering scores against depth and over training, and hyperplanes drawn as images.
+"""Figures of hidden units' hyperplanes (claims C4, C5, C6): similarity matrices, |cos| histograms,
+clustering scores against depth and over training, hyperplanes drawn as images, and units against
+an odt tree's node hyperplanes.
 
 Every function takes hyperplane normals as arrays (m, d) per layer (rows need not be unit norm)
 and returns a Figure; similarity, scores and orders come from ``dlgn_lib.clusters``.
@@ -17,7 +18,8 @@ from . import MODEL_COLORS, MODEL_NAMES
 
 STATE_STYLES = {"init": "--", "trained": "-"}
 METRIC_LABELS = {"score": "clustering score", "cluster_share": "clusters / units",
-                 "mean_abs_cos": "mean pairwise |cos|"}
+                 "mean_abs_cos": "mean pairwise |cos|", "collapse": "collapse",
+                 "share": "share of units on a node", "mean": "mean largest |cos| with a node"}
 
 
 def _label_colors(labels: Sequence[str], colors: Mapping[str, str] | None) -> dict[str, str]:
@@ -226,4 +228,80 @@ def hyperplane_images(layers: Sequence, image_shape: tuple[int, int] = (28, 28),
         ax.imshow(mosaic, cmap=cmap, vmin=-1, vmax=1, interpolation="nearest")
         ax.set_axis_off()
         ax.set_title(title)
+    return fig
+
+
+def node_cos_heatmaps(panels: Mapping[str, Sequence], node_normals, *, threshold: float | None = None,
+                      title: str = "") -> plt.Figure:
+    """|cos| of every unit's hyperplane with every node normal: one row per condition (e.g. init,
+    trained), one column per layer; units sorted by their closest node, so aligned units form a
+    staircase. Cells at or above ``threshold`` are outlined by the colour scale's top end.
+
+    Args:
+        panels: condition → per layer an (m_ℓ, d) array of hyperplane normals.
+        node_normals: (nodes, d) normals of the tree's node hyperplanes.
+    """
+    names = list(panels)
+    n_layers = max(len(layers) for layers in panels.values())
+    node_units = np.asarray(node_normals, dtype=np.float64)
+    node_units = node_units / np.linalg.norm(node_units, axis=1, keepdims=True)
+    fig, axes = plt.subplots(len(names), n_layers, figsize=(2.3 * n_layers + 0.8, 2.4 * len(names)),
+                             squeeze=False, constrained_layout=True)
+    image = None
+    for r, name in enumerate(names):
+        for c in range(n_layers):
+            ax = axes[r, c]
+            if c >= len(panels[name]):
+                ax.axis("off")
+                continue
+            rows = np.asarray(panels[name][c], dtype=np.float64)
+            rows = rows[np.linalg.norm(rows, axis=1) > 0]
+            cos = np.abs((rows / np.linalg.norm(rows, axis=1, keepdims=True)) @ node_units.T)
+            order = np.lexsort((-cos.max(axis=1), cos.argmax(axis=1)))
+            image = ax.imshow(cos[order], vmin=0, vmax=1, cmap="magma", aspect="auto", interpolation="nearest")
+            share = (cos.max(axis=1) >= threshold).mean() if threshold is not None else None
+            ax.set_title(f"layer {c + 1}" + (f": {share:.2f} on a node" if share is not None else ""), fontsize=9)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if c == 0:
+                ax.set_ylabel(f"{name}\nunits", fontsize=9)
+            if r == len(names) - 1:
+                ax.set_xlabel("tree nodes", fontsize=9)
+    if image is not None:
+        fig.colorbar(image, ax=axes, shrink=0.8, label="|cos|")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def node_alignment_vs_epoch(table, *, baselines: Mapping | None = None) -> plt.Figure:
+    """Share of units on a node and mean largest |cos| over training, mean over layers and seeds:
+    a column per data set, a row per measure, a line per model; dotted: random directions.
+
+    Args:
+        table: columns ``dataset``, ``model``, ``seed``, ``epoch``, ``layer``, ``share``, ``mean``.
+        baselines: optional ``{dataset: {"share": …, "mean": …}}`` drawn as dotted lines.
+    """
+    datasets = list(dict.fromkeys(table["dataset"]))
+    fig, axes = plt.subplots(2, len(datasets), figsize=(3.8 * len(datasets), 5.0), squeeze=False,
+                             constrained_layout=True, sharex="col")
+    per_seed = table.groupby(["dataset", "model", "seed", "epoch"])[["share", "mean"]].mean().reset_index()
+    curves = per_seed.groupby(["dataset", "model", "epoch"])[["share", "mean"]].mean().reset_index()
+    for c, dataset in enumerate(datasets):
+        for r, metric in enumerate(("share", "mean")):
+            ax = axes[r, c]
+            part = curves[curves["dataset"] == dataset]
+            for kind in dict.fromkeys(part["model"]):
+                curve = part[part["model"] == kind]
+                ax.plot(curve["epoch"], curve[metric], marker="o", markersize=3,
+                        color=MODEL_COLORS.get(kind), label=MODEL_NAMES.get(kind, kind))
+            if baselines and dataset in baselines:
+                ax.axhline(baselines[dataset][metric], color="0.4", linestyle=":", label="random directions")
+            ax.set_xscale("symlog", linthresh=1)
+            ax.set_ylim(-0.03, 1.03)
+            if c == 0:
+                ax.set_ylabel(METRIC_LABELS[metric])
+        axes[0, c].set_title(dataset)
+        axes[-1, c].set_xlabel("pass (epoch)")
+    axes[0, -1].legend(loc="best", frameon=False, fontsize=8)
     return fig
