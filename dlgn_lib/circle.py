@@ -385,6 +385,31 @@ def path_mass_density(cells: Cells, magnitudes: np.ndarray, arc) -> float:
     return float((cells.covered(arc) * mags).sum() / ccw_length(arc))
 
 
+#: Angles of the grid on which soft-gate path mass is averaged over an arc.
+N_SOFT_GRID = 2048
+
+
+@torch.no_grad()
+def soft_path_mass_density(model, arcs: Mapping[str, tuple], magnitudes: np.ndarray | None = None,
+                           n_grid: int = N_SOFT_GRID) -> dict[str, float]:
+    """Mean over θ on each arc of ``Σ_π ‖g_π‖ f_π(θ)`` with *soft* path gates: the path mass of the
+    function that was trained (reconstruction §2.1), where hard gates describe another one.
+
+    The mean is over the midpoints of a regular grid of ``n_grid`` angles that fall on the arc.
+    """
+    mags = torch.from_numpy(path_magnitudes(model) if magnitudes is None else np.asarray(magnitudes, dtype=np.float64))
+    theta = (np.arange(n_grid) + 0.5) * (TWO_PI / n_grid)
+    exact = model if next(model.parameters()).dtype == torch.float64 else copy.deepcopy(model).double()
+    x = points(theta, exact)
+    per_point = torch.cat([(paths.path_gates(exact, xs, hard=False) * mags).flatten(1).sum(1)
+                           for xs in torch.split(x, paths.chunk_size(exact))]).numpy()
+    out = {}
+    for name, arc in arcs.items():
+        inside = in_arc(theta, arc)
+        out[name] = float(per_point[inside].mean()) if inside.any() else math.nan
+    return out
+
+
 @torch.no_grad()
 def arc_losses(model, theta, y: torch.Tensor, arcs: Mapping[str, tuple], task: str) -> dict[str, float]:
     """The task loss of the model on the points of each named arc (``train.task_loss``)."""
@@ -501,7 +526,7 @@ def sustained_rise_epoch(epochs, values, fraction: float = 0.5) -> float:
     start: ``min e_k`` with ``v_j − v_0 ≥ fraction · (v_end − v_0)`` for every ``j ≥ k``.
 
     Directed: when the quantity ends no higher than it started (``v_end ≤ v_0``) it never rose, and
-    the result is NaN, so a share that falls early cannot be timed as if it had risen.
+    the result is inf (never), so a quantity that falls cannot be timed as if it had risen.
     """
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction={fraction!r} is not allowed; it must lie in (0, 1]")
@@ -510,7 +535,7 @@ def sustained_rise_epoch(epochs, values, fraction: float = 0.5) -> float:
         raise ValueError(f"epochs and values must be 1-D of the same length >= 2, got {epochs.shape} and {values.shape}")
     rise = values[-1] - values[0]
     if not rise > 0:
-        return math.nan
+        return math.inf
     above = values - values[0] >= fraction * rise
     # Positions from which every later value stays above: a suffix of `above` that is all True.
     stays = np.flip(np.logical_and.accumulate(np.flip(above)))
@@ -611,4 +636,30 @@ def overlap_metrics(model, dataset) -> dict[str, float]:
     row["breakpoints"] = len(points)
     for name, share in breakpoint_shares(points, arcs).items():
         row[f"breakpoint share {name}"] = share
+    return row
+
+
+def region_metrics(model, dataset, baselines: bool = True, n_rotations: int = N_ROTATIONS) -> dict[str, float]:
+    """The second reading of notebook 05's numbers (claim C5): ``smooth_region_metrics`` and
+
+    - ``purity``: :func:`region_purity` against the smooth pieces;
+    - ``tolerant share``: :func:`tolerant_share_inside` with a tolerance of half the training
+      grid's step, π / n_train, which no training point can resolve;
+    - with ``baselines``, ``rotated purity`` and ``rotated tolerant share`` (:func:`rotation_baselines`);
+    - per named arc, ``soft path mass <arc>`` (:func:`soft_path_mass_density`).
+    """
+    row = smooth_region_metrics(model, dataset, baselines)
+    meta = dataset.meta
+    arcs = target_arcs(dataset)
+    smooth = list(arcs.values()) if meta["target"] == "steps" else [arcs["smooth"]]
+    cells = circle_cells(model, meta["discontinuities"])
+    mags = path_magnitudes(model)
+    tolerance = math.pi / len(meta["theta_train"])
+    row["purity"] = region_purity(cells, mags, smooth)
+    row["tolerant share"] = tolerant_share_inside(cells, mags, smooth, tolerance)
+    if baselines:
+        rotated = rotation_baselines(cells, mags, smooth, tolerance, n_rotations)
+        row["rotated purity"], row["rotated tolerant share"] = rotated["purity"], rotated["share inside"]
+    for name, value in soft_path_mass_density(model, arcs, mags).items():
+        row[f"soft path mass {name}"] = value
     return row

@@ -167,6 +167,41 @@ def _circle_params(target: str, params: dict) -> dict:
     return out
 
 
+#: Fresh random targets (``random_circle_target``): jumps of a steps target, and the smallest
+#: gap between two of them in steps of the 256-point training grid.
+RANDOM_STEPS_JUMPS = 6
+RANDOM_MIN_GAP_STEPS = 8
+RANDOM_GRID = 256
+
+
+def random_circle_target(target: str, seed: int) -> dict:
+    """Parameters of a random circle target, drawn reproducibly from ``seed`` (numpy's
+    ``default_rng``), for checks on targets that no earlier run has looked at.
+
+    - ``"steps"``: ``RANDOM_STEPS_JUMPS`` = 6 discontinuities, uniform on the circle, redrawn until
+      every piece is at least ``RANDOM_MIN_GAP_STEPS`` = 8 steps of a 256-point grid long (≈ 0.196
+      rad), so that every piece holds training points and no jump falls between two of them;
+    - ``"mixture"``: the smooth arc starts at a uniform angle and covers a uniform 40–60 % of the
+      circle; the rough arc (six cycles) is the rest.
+
+    Returns:
+        the keyword parameters of :func:`circle` / :func:`circle_target` (angles rounded to 1e-6).
+    """
+    _check_choice("target", target, ("steps", "mixture"))
+    _check_seed(seed)
+    rng = np.random.default_rng(seed)
+    if target == "steps":
+        min_gap = RANDOM_MIN_GAP_STEPS * TWO_PI / RANDOM_GRID
+        while True:
+            angles = np.sort(np.round(rng.uniform(0.0, TWO_PI, RANDOM_STEPS_JUMPS), 6))
+            gaps = np.diff(np.append(angles, angles[0] + TWO_PI))
+            if gaps.min() >= min_gap and angles[-1] < TWO_PI:
+                return {"discontinuities": tuple(float(a) for a in angles)}
+    start = float(np.round(rng.uniform(0.0, TWO_PI), 6))
+    end = float(np.round((start + rng.uniform(0.4, 0.6) * TWO_PI) % TWO_PI, 6))
+    return {"smooth": (start, end), "rough": (end, start), "rough_cycles": DEFAULT_MIXTURE["rough_cycles"]}
+
+
 def _arc_position(theta: torch.Tensor, arc: tuple[float, float]) -> torch.Tensor:
     """Fraction of the way along a counter-clockwise arc (a, b): 0 at a, 1 at b, > 1 outside."""
     a, b = arc

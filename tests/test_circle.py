@@ -397,13 +397,47 @@ def test_bad_tolerance_and_rotation_count_are_named():
 @pytest.mark.parametrize("values,want", [
     ([0.0, 0.1, 0.2, 0.3, 0.4], 20.0),          # steady rise: half the rise first held at 0.2
     ([0.0, 0.3, -0.1, 0.25, 0.4], 30.0),         # rises, falls back, then rises for good
-    ([0.5, 0.2, 0.1, 0.3, 0.4], math.nan),       # ends below its start: no rise to time
-    ([0.2, 0.2, 0.2, 0.2, 0.2], math.nan)])      # flat
+    ([0.5, 0.2, 0.1, 0.3, 0.4], math.inf),       # ends below its start: never rose
+    ([0.2, 0.2, 0.2, 0.2, 0.2], math.inf)])      # flat
 def test_sustained_rise_epoch_is_directed(values, want):
     got = circle.sustained_rise_epoch([0, 10, 20, 30, 40], values, 0.5)
-    assert (math.isnan(got) and math.isnan(want)) or got == want
+    assert got == want
 
 
 def test_ratio_above_floor():
     assert circle.ratio_above_floor(0.3, 0.5, 0.1) == pytest.approx(0.5)
     assert math.isnan(circle.ratio_above_floor(0.3, 0.1, 0.1))
+
+
+def test_soft_path_mass_by_a_loop_over_paths_and_hard_limit():
+    model = random_arc_dlgn((3, 2, 2), seed=5)
+    arcs = {"a": (0.3, 2.5), "b": (2.5, 0.3)}
+    mags = circle.path_magnitudes(model)
+    got = circle.soft_path_mass_density(model, arcs, n_grid=720)
+    theta = (np.arange(720) + 0.5) * TWO_PI / 720
+    x = circle.points(theta, model)
+    gates = [g.detach().numpy() for g in model.gates(x, hard=False)]
+    brute = np.zeros(len(theta))
+    for i, j, k in itertools.product(*(range(m) for m in mags.shape)):
+        brute += mags[i, j, k] * gates[0][:, i] * gates[1][:, j] * gates[2][:, k]
+    for name, arc in arcs.items():
+        assert got[name] == pytest.approx(brute[circle.in_arc(theta, arc)].mean(), rel=1e-10)
+    # With very sharp gates the soft mass is the exact (cell) hard mass, up to the grid.
+    model.beta = 1e6
+    cells = circle.circle_cells(model, [0.3, 2.5])
+    sharp = circle.soft_path_mass_density(model, arcs, n_grid=20_000)
+    for name, arc in arcs.items():
+        assert sharp[name] == pytest.approx(circle.path_mass_density(cells, mags, arc), rel=2e-3)
+
+
+def test_region_metrics_add_the_second_reading():
+    dataset = data.circle("steps", n_train=64, n_val=8, n_test=8)
+    model = random_dlgn((4, 3), seed=2)
+    row = circle.region_metrics(model, dataset, n_rotations=90)
+    pieces = list(circle.target_arcs(dataset).values())
+    cells = circle.circle_cells(model, dataset.meta["discontinuities"])
+    mags = circle.path_magnitudes(model)
+    assert row["purity"] == pytest.approx(circle.region_purity(cells, mags, pieces))
+    assert row["tolerant share"] == pytest.approx(circle.tolerant_share_inside(cells, mags, pieces, math.pi / 64))
+    assert row["tolerant share"] >= row["share inside"] - 1e-12
+    assert {"rotated purity", "rotated tolerant share", "soft path mass piece 1"} <= set(row)

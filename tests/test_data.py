@@ -486,3 +486,29 @@ def test_group_odt_labels_follow_the_tree_walk_by_brute_force():
 def test_odt_generator_is_checked():
     with pytest.raises(ValueError, match="generator"):
         data.odt(d=20, n_total=100, generator="groups")
+
+
+@pytest.mark.parametrize("seed", [0, 7, 100, 101, 102])
+def test_random_circle_targets_are_reproducible_and_well_separated(seed):
+    steps = data.random_circle_target("steps", seed)
+    assert steps == data.random_circle_target("steps", seed)
+    angles = np.array(steps["discontinuities"])
+    assert len(angles) == 6 and np.all(np.diff(angles) > 0) and 0 <= angles[0] and angles[-1] < 2 * np.pi
+    gaps = np.diff(np.append(angles, angles[0] + 2 * np.pi))
+    assert gaps.min() >= 8 * 2 * np.pi / 256 - 1e-12
+    # Every piece holds training points of the 256-point grid.
+    grid = 2 * np.pi * np.arange(256) / 256
+    pieces = np.searchsorted(angles, grid, side="right") % 6
+    assert len(set(pieces.tolist())) == 6
+    mixture = data.random_circle_target("mixture", seed)
+    (a, b), (c, d) = mixture["smooth"], mixture["rough"]
+    assert (a, b) == (d, c) and 0.4 - 1e-6 <= ((b - a) % (2 * np.pi)) / (2 * np.pi) <= 0.6 + 1e-6
+    data.circle("mixture", n_train=16, n_val=4, n_test=4, **mixture)   # valid parameters
+    data.circle("steps", n_train=16, n_val=4, n_test=4, **steps)
+
+
+def test_random_circle_target_bad_arguments():
+    with pytest.raises(ValueError, match="target"):
+        data.random_circle_target("ramp", 0)
+    with pytest.raises(ValueError, match="seed"):
+        data.random_circle_target("steps", -1)
