@@ -30,7 +30,7 @@ _use_threads(_os.environ.get("DLGN_NUM_THREADS", "1"))
 #: ``python -m dlgn_lib.<module>`` runs a module that has not been imported yet.
 MODULES = ("batched", "circle", "cluster", "clusters", "compare", "config", "data", "fidelity", "fused",
            "kernels", "locations", "losses", "models", "nodes", "paths", "plots", "protocol", "runs",
-           "saliency", "tables", "train", "verdict", "widgets")
+           "saliency", "sensitivity", "tables", "train", "verdict", "widgets")
 __all__ = [*MODULES, "save_figure"]
 
 

@@ -1,0 +1,63 @@
+"""Sensitivity maps: a claim's effect over a grid of settings, as annotated heatmaps.
+
+Each heatmap cell is one setting (``dlgn_lib.sensitivity.effect_table``): its colour is the median
+effect over seeds (blue: the claimed direction, red: against it), its text the median and the
+number of seeds pointing the claimed way, with ``*`` where the one-sided sign test gives
+p ≤ ``sensitivity.ALPHA``. A framed cell marks the registered setting in which the verdict is
+checked.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.patches import Rectangle
+
+
+def _labels(table: pd.DataFrame, factors: Sequence[str]) -> pd.Series:
+    return table[list(factors)].astype(str).apply(lambda row: ", ".join(f"{f} {v}" for f, v in row.items()), axis=1)
+
+
+def effect_heatmaps(tables: Mapping[str, pd.DataFrame], rows: Sequence[str], cols: Sequence[str], *,
+                    registered: Mapping | None = None, title: str = "") -> plt.Figure:
+    """One heatmap per effect (``tables``: effect name → ``effect_table`` output), side by side.
+
+    Args:
+        rows, cols: the factor columns whose combinations form the heatmap's rows and columns.
+        registered: factor → value of the registered cell, framed in black where it appears.
+    """
+    first = next(iter(tables.values()))
+    n_rows, n_cols = len(first.groupby(list(rows))), len(first.groupby(list(cols)))
+    fig, axes = plt.subplots(1, len(tables), figsize=(len(tables) * (2.2 + 0.75 * n_cols), 1.8 + 0.55 * n_rows),
+                             squeeze=False, constrained_layout=True)
+    for ax, (name, table) in zip(axes[0], tables.items()):
+        frame = table.assign(_row=_labels(table, rows), _col=_labels(table, cols))
+        median = frame.pivot(index="_row", columns="_col", values="median").loc[
+            list(dict.fromkeys(frame["_row"])), list(dict.fromkeys(frame["_col"]))]
+        text = frame.assign(_text=[f"{m:+.2f}{'*' if s else ''}\n{p}/{n}" if np.isfinite(m) else f"n/a\n{p}/{n}"
+                                   for m, s, p, n in zip(frame["median"], frame["significant"],
+                                                         frame["positive"], frame["n"])])
+        annot = text.pivot(index="_row", columns="_col", values="_text").loc[median.index, median.columns]
+        finite = np.abs(median.to_numpy(dtype=float)[np.isfinite(median.to_numpy(dtype=float))])
+        limit = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+        with warnings.catch_warnings():  # seaborn 0.13 calls a colormap method matplotlib deprecates
+            warnings.simplefilter("ignore", PendingDeprecationWarning)
+            sns.heatmap(median.astype(float), ax=ax, cmap="RdBu", center=0.0, vmin=-limit, vmax=limit,
+                        annot=annot.to_numpy(), fmt="", annot_kws={"fontsize": 7}, cbar_kws={"shrink": 0.6},
+                        linewidths=0.5, linecolor="white")
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+        ax.tick_params(labelsize=7)
+        if registered:
+            hit = frame[np.logical_and.reduce([frame[f] == v for f, v in registered.items() if f in frame])]
+            for _, cell in hit.iterrows():
+                r, c = list(median.index).index(cell["_row"]), list(median.columns).index(cell["_col"])
+                ax.add_patch(Rectangle((c, r), 1, 1, fill=False, edgecolor="black", linewidth=2))
+    if title:
+        fig.suptitle(title)
+    return fig
