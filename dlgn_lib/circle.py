@@ -400,9 +400,13 @@ def soft_path_mass_density(model, arcs: Mapping[str, tuple], magnitudes: np.ndar
     mags = torch.from_numpy(path_magnitudes(model) if magnitudes is None else np.asarray(magnitudes, dtype=np.float64))
     theta = (np.arange(n_grid) + 0.5) * (TWO_PI / n_grid)
     exact = model if next(model.parameters()).dtype == torch.float64 else copy.deepcopy(model).double()
-    x = points(theta, exact)
-    per_point = torch.cat([(paths.path_gates(exact, xs, hard=False) * mags).flatten(1).sum(1)
-                           for xs in torch.split(x, paths.chunk_size(exact))]).numpy()
+    gates = exact.gates(points(theta, exact), hard=False)
+    # Σ_π ‖g_π‖ Π_ℓ G^ℓ_{i_ℓ}(θ), contracted one layer at a time from the last, so that no
+    # (points × paths) array is ever formed.
+    per_point = torch.einsum("...k,nk->n...", mags, gates[-1])
+    for g in reversed(gates[:-1]):
+        per_point = torch.einsum("n...k,nk->n...", per_point, g)
+    per_point = per_point.numpy()
     out = {}
     for name, arc in arcs.items():
         inside = in_arc(theta, arc)
@@ -663,3 +667,54 @@ def region_metrics(model, dataset, baselines: bool = True, n_rotations: int = N_
     for name, value in soft_path_mass_density(model, arcs, mags).items():
         row[f"soft path mass {name}"] = value
     return row
+
+
+# --------------------------------------------------------------------------- per-run effects (sensitivity maps)
+
+def steps_effects(run, n_rotations: int = N_ROTATIONS) -> dict[str, float]:
+    """One run's C5 effects on a steps target, positive in the claimed direction:
+
+    - ``boundary``: 1 − the importance-weighted boundary distance trained / init; without gate
+      biases measured above the target's antipodal floor (:func:`ratio_above_floor`);
+    - ``purity gain``: region purity above its random-rotation baseline, trained minus init;
+    - ``tolerant gain``: the same for the tolerant share inside one piece (tolerance π / n_train).
+    """
+    dataset = run.dataset()
+    init, final = (region_metrics(run.model_at(epoch).double(), dataset, True, n_rotations)
+                   for epoch in (0, run.epochs[-1]))
+    if run.config.model.kwargs().get("gate_bias", False):
+        ratio = final["weighted distance"] / init["weighted distance"]
+    else:
+        floor = antipodal_distance_floor(dataset.meta["discontinuities"])
+        ratio = ratio_above_floor(final["weighted distance"], init["weighted distance"], floor)
+
+    def excess(row, what, baseline):
+        return row[what] - row[baseline]
+    return {"boundary": 1.0 - ratio,
+            "purity gain": excess(final, "purity", "rotated purity") - excess(init, "purity", "rotated purity"),
+            "tolerant gain": (excess(final, "tolerant share", "rotated tolerant share")
+                              - excess(init, "tolerant share", "rotated tolerant share"))}
+
+
+def _mixture_row(model, dataset) -> dict[str, float]:
+    arcs = target_arcs(dataset)
+    row = {f"loss {name}": value for name, value in
+           arc_losses(model, dataset.meta["theta_train"], dataset.y_train, arcs, dataset.task).items()}
+    row.update({f"soft path mass {name}": value for name, value in soft_path_mass_density(model, arcs).items()})
+    return row
+
+
+def mixture_effects(run, fit_fraction: float = 0.1, rise_fraction: float = 0.5) -> dict[str, float]:
+    """One run's C5 timing effects on a mixture target, positive when the smooth arc comes first:
+    ``fit lead`` = log(rough / smooth epochs to ``fit_fraction`` of the arc's initial loss) and
+    ``mass lead`` = log(rough / smooth :func:`sustained_rise_epoch` of the soft-gate path mass).
+    An arc that never gets there is infinitely late (±inf; NaN when neither does)."""
+    table = snapshot_table(run, _mixture_row)
+    epochs = table["epoch"]
+
+    def lead(smooth, rough):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.log(np.float64(rough) / np.float64(smooth)))
+    fit = {arc: epochs_to_fraction_of_initial(epochs, table[f"loss {arc}"], fit_fraction) for arc in ("smooth", "rough")}
+    mass = {arc: sustained_rise_epoch(epochs, table[f"soft path mass {arc}"], rise_fraction) for arc in ("smooth", "rough")}
+    return {"fit lead": lead(fit["smooth"], fit["rough"]), "mass lead": lead(mass["smooth"], mass["rough"])}

@@ -172,22 +172,23 @@ def _check_int(name: str, value, minimum: int) -> None:
 def check_parameters(**params) -> None:
     """Validate notebook parameters before any work; raise ``ParameterError`` naming the bad one.
 
-    Known names: ``PROFILE`` (one of ``PROFILES``), ``SEED`` (integer >= 0), ``EPOCHS`` and
-    ``SEEDS`` (integer >= 1, or None for the profile's value). Other names are an error too, so a
-    typo in ``papermill -p`` does not pass silently.
+    Known names: ``PROFILE`` (one of ``PROFILES``), ``SEED`` and ``TARGET_SEED`` (integer >= 0; the
+    latter draws random targets), ``EPOCHS`` and ``SEEDS`` (integer >= 1, or None for the profile's
+    value). Other names are an error too, so a typo in ``papermill -p`` does not pass silently.
     """
     for name, value in params.items():
         if name == "PROFILE":
             if not isinstance(value, str) or value not in PROFILES:
                 raise ParameterError(f"PROFILE={value!r} is not allowed; allowed values: "
                                      + ", ".join(repr(p) for p in PROFILES))
-        elif name == "SEED":
-            _check_int("SEED", value, minimum=0)
+        elif name in ("SEED", "TARGET_SEED"):
+            _check_int(name, value, minimum=0)
         elif name in ("EPOCHS", "SEEDS"):
             if value is not None:
                 _check_int(name, value, minimum=1)
         else:
-            raise ParameterError(f"unknown notebook parameter {name}; known: PROFILE, SEED, EPOCHS, SEEDS")
+            raise ParameterError(f"unknown notebook parameter {name}; known: PROFILE, SEED, TARGET_SEED, "
+                                 "EPOCHS, SEEDS")
 
 
 @dataclass(frozen=True)
@@ -282,11 +283,12 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
                      eval_every=10, n_seeds=10),
     },
     "07": {
+        # odt: the group's SD-I (dl.protocol.data_spec), odt_n_total None = all 40,000 points.
         "quick": dict(fmnist_per_class=500, fmnist_eval_per_class=100, fmnist_widths=(64,) * 4,
-                      odt_n_total=8000, odt_widths=(32,) * 4, epochs=20, lr=2e-3, batch_size=128,
-                      n_snapshots=8, n_seeds=1),
+                      odt_n_total=None, odt_widths=(32,) * 4, epochs=60, lr=2e-3, batch_size=128,
+                      n_snapshots=10, n_seeds=1),
         "full": dict(fmnist_per_class=None, fmnist_eval_per_class=None, fmnist_widths=(128,) * 6,
-                     odt_n_total=40000, odt_widths=(64,) * 6, epochs=100, lr=1e-3, batch_size=256,
+                     odt_n_total=None, odt_widths=(64,) * 6, epochs=100, lr=1e-3, batch_size=256,
                      n_snapshots=20, n_seeds=3),
     },
     "08": {
@@ -304,6 +306,18 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
                       n_relu_points=200),
         "full": dict(sets=("SD-I", "SD-II"), report_sets=("SD-III",), epochs=1501, seeds=5, n_snapshots=12,
                      n_relu_points=200),
+    },
+    "11": {
+        # Sensitivity map of C5 on the circle. Run sizes are notebook 05's quick ones (so the map's
+        # registered cells share 05's runs); the grid: n_trains × inits × betas × gate biases ×
+        # targets ("default" or k: the random target of seed TARGET_SEED + k), `seeds` seeds each.
+        # n_rotations: rotations of the random-rotation baselines.
+        "quick": dict(widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30, eval_every=10, seeds=5,
+                      n_trains=(256,), inits=("group", "he"), betas=(4.0, 10.0, 30.0), biases=(False, True),
+                      steps_targets=("default", 0), mixture_targets=(0,), n_rotations=180),
+        "full": dict(widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30, eval_every=10, seeds=5,
+                     n_trains=(256, 1024), inits=("group", "he"), betas=(4.0, 10.0, 30.0), biases=(False, True),
+                     steps_targets=("default", 0, 1, 2), mixture_targets=("default", 0), n_rotations=360),
     },
     "09": {
         # Fashion-MNIST: images per class for training, validation and test (all of them: 5,400 /

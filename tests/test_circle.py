@@ -441,3 +441,28 @@ def test_region_metrics_add_the_second_reading():
     assert row["tolerant share"] == pytest.approx(circle.tolerant_share_inside(cells, mags, pieces, math.pi / 64))
     assert row["tolerant share"] >= row["share inside"] - 1e-12
     assert {"rotated purity", "rotated tolerant share", "soft path mass piece 1"} <= set(row)
+
+
+def test_run_effects_by_their_definitions():
+    from dlgn_lib import config, runs
+    steps = config.DataSpec.make("circle", target="steps", n_train=64, n_val=16, n_test=16)
+    mixture = config.DataSpec.make("circle", target="mixture", n_train=64, n_val=16, n_test=16)
+    for bias in (False, True):
+        options = {"gate_bias": True} if bias else {}
+        run = runs.train_group([config.RunConfig(steps, config.ModelSpec.make("dlgn", (4, 4), **options),
+                                                 epochs=30, n_snapshots=3)])[0]
+        got = circle.steps_effects(run, n_rotations=60)
+        dataset = run.dataset()
+        a, b = (circle.region_metrics(run.model_at(e).double(), dataset, True, 60) for e in (0, run.epochs[-1]))
+        floor = 0.0 if bias else circle.antipodal_distance_floor(dataset.meta["discontinuities"])
+        want = 1 - (b["weighted distance"] - floor) / (a["weighted distance"] - floor)
+        assert got["boundary"] == pytest.approx(want)
+        assert got["purity gain"] == pytest.approx((b["purity"] - b["rotated purity"]) - (a["purity"] - a["rotated purity"]))
+    run = runs.train_group([config.RunConfig(mixture, config.ModelSpec.make("dlgn", (4, 4)), epochs=30, n_snapshots=6)])[0]
+    got = circle.mixture_effects(run)
+    table = circle.snapshot_table(run, circle._mixture_row)
+    smooth = circle.epochs_to_fraction_of_initial(table["epoch"], table["loss smooth"], 0.1)
+    rough = circle.epochs_to_fraction_of_initial(table["epoch"], table["loss rough"], 0.1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = np.log(np.float64(rough) / np.float64(smooth))
+    assert (np.isnan(got["fit lead"]) and np.isnan(want)) or got["fit lead"] == pytest.approx(want)

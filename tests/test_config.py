@@ -93,3 +93,11 @@ def test_for_notebook_sizes_overrides_and_errors():
 def test_bad_run_config_fields_are_rejected(changes, name):
     with pytest.raises(C.ParameterError, match=name):
         small_config(**changes)
+
+
+def test_target_seed_is_a_known_parameter_and_checked():
+    C.check_parameters(TARGET_SEED=100)
+    with pytest.raises(C.ParameterError, match="TARGET_SEED"):
+        C.check_parameters(TARGET_SEED=-1)
+    with pytest.raises(C.ParameterError, match="TARGET_SEED"):
+        C.check_parameters(TARGET_SEED="1")

@@ -18,23 +18,30 @@ import seaborn as sns
 from matplotlib.patches import Rectangle
 
 
+#: How factor names are shown.
+FACTOR_NAMES = {"beta": "β", "bias": "gate bias", "init": "init", "n_train": "n", "target": "target"}
+
+
 def _labels(table: pd.DataFrame, factors: Sequence[str]) -> pd.Series:
-    return table[list(factors)].astype(str).apply(lambda row: ", ".join(f"{f} {v}" for f, v in row.items()), axis=1)
+    def show(value):
+        return f"{value:g}" if isinstance(value, (float, np.floating)) else str(value)
+    return table[list(factors)].apply(
+        lambda row: ", ".join(f"{FACTOR_NAMES.get(f, f)} {show(v)}" for f, v in row.items()), axis=1)
 
 
 def effect_heatmaps(tables: Mapping[str, pd.DataFrame], rows: Sequence[str], cols: Sequence[str], *,
                     registered: Mapping | None = None, title: str = "") -> plt.Figure:
-    """One heatmap per effect (``tables``: effect name → ``effect_table`` output), side by side.
+    """One heatmap per effect (``tables``: effect name → ``effect_table`` output), one above another.
 
     Args:
         rows, cols: the factor columns whose combinations form the heatmap's rows and columns.
-        registered: factor → value of the registered cell, framed in black where it appears.
+        registered: factor → value (or list of values) of the registered cells, framed in black.
     """
     first = next(iter(tables.values()))
     n_rows, n_cols = len(first.groupby(list(rows))), len(first.groupby(list(cols)))
-    fig, axes = plt.subplots(1, len(tables), figsize=(len(tables) * (2.2 + 0.75 * n_cols), 1.8 + 0.55 * n_rows),
+    fig, axes = plt.subplots(len(tables), 1, figsize=(2.6 + 0.8 * n_cols, len(tables) * (1.6 + 0.5 * n_rows)),
                              squeeze=False, constrained_layout=True)
-    for ax, (name, table) in zip(axes[0], tables.items()):
+    for ax, (name, table) in zip(axes[:, 0], tables.items()):
         frame = table.assign(_row=_labels(table, rows), _col=_labels(table, cols))
         median = frame.pivot(index="_row", columns="_col", values="median").loc[
             list(dict.fromkeys(frame["_row"])), list(dict.fromkeys(frame["_col"]))]
@@ -54,7 +61,8 @@ def effect_heatmaps(tables: Mapping[str, pd.DataFrame], rows: Sequence[str], col
         ax.set_ylabel("")
         ax.tick_params(labelsize=7)
         if registered:
-            hit = frame[np.logical_and.reduce([frame[f] == v for f, v in registered.items() if f in frame])]
+            hit = frame[np.logical_and.reduce([frame[f].isin(v if isinstance(v, (list, tuple, set)) else [v])
+                                               for f, v in registered.items() if f in frame])]
             for _, cell in hit.iterrows():
                 r, c = list(median.index).index(cell["_row"]), list(median.columns).index(cell["_col"])
                 ax.add_patch(Rectangle((c, r), 1, 1, fill=False, edgecolor="black", linewidth=2))
