@@ -271,55 +271,79 @@ N_ROTATIONS = 720
 _COVER_BLOCK = 4_000_000
 
 
-def _region_cdf(cells: Cells) -> tuple[np.ndarray, np.ndarray]:
-    """Per path, the active length from 0 up to each edge: (C + 1, P); and the support (C, P)."""
-    support = cells.support.reshape(len(cells.lengths), -1)
-    cdf = np.vstack([np.zeros((1, support.shape[1])), np.cumsum(cells.lengths[:, None] * support, axis=0)])
-    return cdf, support
+def _distinct_regions(cells: Cells, magnitudes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct non-empty path regions, as cell indicators (C, R), and the total ``‖g_π‖`` of the
+    paths on each. Paths with the same region give the same purity and containment, so every
+    measure below is computed once per region and weighted by its paths' total magnitude."""
+    support = cells.support.reshape(len(cells.lengths), -1) > 0.5
+    mags = np.asarray(magnitudes, dtype=np.float64).ravel()
+    keep = support.any(axis=0) & (mags != 0)   # every kept cell is longer than MIN_CELL
+    if not keep.any():
+        return np.zeros((len(cells.lengths), 0)), np.zeros(0)
+    rows = support[:, keep].T
+    packed = np.ascontiguousarray(np.packbits(rows, axis=1))
+    keys = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()   # one byte string per region
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    weights = np.bincount(inverse.ravel(), weights=mags[keep], minlength=len(first))
+    return rows[first].T.astype(np.float64), weights
 
 
-def _cover(cells: Cells, cdf: np.ndarray, support: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Length of every path's region on each arc (starts[i] → ends[i], counter-clockwise): (n, P).
+def _cover(cells: Cells, cdf: np.ndarray, regions: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Length of every region on each arc (starts[i] → ends[i], counter-clockwise): (n, R).
 
-    Exact for any arc, marks or not: within a cell a path's region is all or nothing, so its
-    active length up to θ is linear between edges.
+    Exact for any arc, marks or not: within a cell a region is all or nothing, so its length up to
+    θ is linear between edges (``cdf`` holds it at the edges).
     """
     def upto(theta):
         idx = np.clip(np.searchsorted(cells.edges, theta, side="right") - 1, 0, len(cells.lengths) - 1)
-        return cdf[idx] + (theta - cells.edges[idx])[:, None] * support[idx]
+        return cdf[idx] + (theta - cells.edges[idx])[:, None] * regions[idx]
     a, b = upto(starts), upto(ends)
     wraps = (ends < starts)[:, None]
     return np.where(wraps, cdf[-1][None, :] - a + b, b - a)
 
 
-def _best_piece_cover(cells: Cells, pieces: Sequence, rotations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each path's largest length inside one piece, the pieces turned by each rotation: (R, P);
-    and the paths' region lengths (P,)."""
-    cdf, support = _region_cdf(cells)
+def _best_piece_cover(cells: Cells, regions: np.ndarray, pieces: Sequence,
+                      rotations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each region's largest length inside one piece, the pieces turned by each rotation: (n_rot, R);
+    and the regions' lengths (R,)."""
+    cdf = np.vstack([np.zeros((1, regions.shape[1])), np.cumsum(cells.lengths[:, None] * regions, axis=0)])
     bounds = np.array([_check_arc(p) for p in pieces], dtype=np.float64)          # (K, 2)
-    per_rotation = len(bounds) * support.shape[1]
-    best = np.empty((len(rotations), support.shape[1]))
-    step = max(1, _COVER_BLOCK // max(per_rotation, 1))
+    best = np.empty((len(rotations), regions.shape[1]))
+    step = max(1, _COVER_BLOCK // max(len(bounds) * regions.shape[1], 1))
     for first in range(0, len(rotations), step):
         turn = rotations[first:first + step, None]                                  # (r, 1)
         starts = np.mod(bounds[None, :, 0] + turn, TWO_PI).ravel()
         ends = np.mod(bounds[None, :, 1] + turn, TWO_PI).ravel()
-        cover = _cover(cells, cdf, support, starts, ends).reshape(len(turn), len(bounds), -1)
+        cover = _cover(cells, cdf, regions, starts, ends).reshape(len(turn), len(bounds), -1)
         best[first:first + step] = cover.max(axis=1)
     return best, cdf[-1]
 
 
-def _mass_mean(values: np.ndarray, magnitudes: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """Mean of per-path values weighted by path magnitude over paths with a non-empty region."""
-    mags = np.asarray(magnitudes, dtype=np.float64).ravel() * (length > MIN_CELL)
-    total = mags.sum()
-    return (values * mags).sum(axis=-1) / total if total > 0 else np.full(values.shape[:-1], math.nan)
+def _weighted_mean(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    total = weights.sum()
+    return (values * weights).sum(axis=-1) / total if total > 0 else np.full(values.shape[:-1], math.nan)
 
 
 def _check_tolerance(tolerance: float) -> float:
     if not (isinstance(tolerance, (int, float)) and 0 <= tolerance < math.pi):
         raise ValueError(f"tolerance={tolerance!r} is not allowed; it must be an angle in [0, π) radians")
     return float(tolerance)
+
+
+def _check_rotations(n_rotations: int) -> int:
+    if not (isinstance(n_rotations, int) and n_rotations >= 1):
+        raise ValueError(f"n_rotations={n_rotations!r} is not allowed; it must be a positive integer")
+    return n_rotations
+
+
+def _purity_and_inside(cells: Cells, magnitudes: np.ndarray, pieces: Sequence, tolerance: float,
+                       rotations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mass-weighted purity and tolerant share inside, one value per rotation of the pieces."""
+    regions, weights = _distinct_regions(cells, magnitudes)
+    best, length = _best_piece_cover(cells, regions, pieces, rotations)
+    purity = best / length
+    inside = (length - best <= tolerance + MIN_CELL * len(cells.lengths)).astype(np.float64)
+    return _weighted_mean(purity, weights), _weighted_mean(inside, weights)
 
 
 def region_purity(cells: Cells, magnitudes: np.ndarray, pieces: Sequence, rotation: float = 0.0) -> float:
@@ -330,9 +354,8 @@ def region_purity(cells: Cells, magnitudes: np.ndarray, pieces: Sequence, rotati
     non-empty region. A region that overhangs a jump by a sliver loses only the sliver's share, so
     nothing hinges on a knife edge. ``rotation`` turns the pieces (for baselines).
     """
-    best, length = _best_piece_cover(cells, pieces, np.array([float(rotation)]))
-    purity = np.divide(best[0], length, out=np.zeros_like(length), where=length > MIN_CELL)
-    return float(_mass_mean(purity, magnitudes, length))
+    purity, _ = _purity_and_inside(cells, magnitudes, pieces, 0.0, np.array([float(rotation)]))
+    return float(purity[0])
 
 
 def tolerant_share_inside(cells: Cells, magnitudes: np.ndarray, pieces: Sequence, tolerance: float,
@@ -343,10 +366,9 @@ def tolerant_share_inside(cells: Cells, magnitudes: np.ndarray, pieces: Sequence
     long: e.g. the grid step π / n_train, which no training point can resolve, or the width of a
     soft gate. ``tolerance=0`` is :func:`share_inside_pieces` (up to float rounding).
     """
-    tolerance = _check_tolerance(tolerance)
-    best, length = _best_piece_cover(cells, pieces, np.array([float(rotation)]))
-    inside = (length - best[0] <= tolerance + MIN_CELL * len(cells.lengths)) & (length > MIN_CELL)
-    return float(_mass_mean(inside.astype(np.float64), magnitudes, length))
+    _, inside = _purity_and_inside(cells, magnitudes, pieces, _check_tolerance(tolerance),
+                                   np.array([float(rotation)]))
+    return float(inside[0])
 
 
 def rotation_baselines(cells: Cells, magnitudes: np.ndarray, pieces: Sequence, tolerance: float = 0.0,
@@ -357,14 +379,9 @@ def rotation_baselines(cells: Cells, magnitudes: np.ndarray, pieces: Sequence, t
     Returns ``{"purity": …, "share inside": …}``.
     """
     tolerance = _check_tolerance(tolerance)
-    if not (isinstance(n_rotations, int) and n_rotations >= 1):
-        raise ValueError(f"n_rotations={n_rotations!r} is not allowed; it must be a positive integer")
-    rotations = np.arange(n_rotations) * (TWO_PI / n_rotations)
-    best, length = _best_piece_cover(cells, pieces, rotations)
-    purity = np.divide(best, length, out=np.zeros_like(best), where=length > MIN_CELL)
-    inside = ((length - best <= tolerance + MIN_CELL * len(cells.lengths)) & (length > MIN_CELL)).astype(np.float64)
-    return {"purity": float(_mass_mean(purity, magnitudes, length).mean()),
-            "share inside": float(_mass_mean(inside, magnitudes, length).mean())}
+    rotations = np.arange(_check_rotations(n_rotations)) * (TWO_PI / n_rotations)
+    purity, inside = _purity_and_inside(cells, magnitudes, pieces, tolerance, rotations)
+    return {"purity": float(purity.mean()), "share inside": float(inside.mean())}
 
 
 # --------------------------------------------------------------------------- regions of a target
@@ -659,11 +676,11 @@ def region_metrics(model, dataset, baselines: bool = True, n_rotations: int = N_
     cells = circle_cells(model, meta["discontinuities"])
     mags = path_magnitudes(model)
     tolerance = math.pi / len(meta["theta_train"])
-    row["purity"] = region_purity(cells, mags, smooth)
-    row["tolerant share"] = tolerant_share_inside(cells, mags, smooth, tolerance)
+    rotations = np.arange(_check_rotations(n_rotations) if baselines else 1) * (TWO_PI / n_rotations)  # 0 first
+    purity, inside = _purity_and_inside(cells, mags, smooth, tolerance, rotations)
+    row["purity"], row["tolerant share"] = float(purity[0]), float(inside[0])
     if baselines:
-        rotated = rotation_baselines(cells, mags, smooth, tolerance, n_rotations)
-        row["rotated purity"], row["rotated tolerant share"] = rotated["purity"], rotated["share inside"]
+        row["rotated purity"], row["rotated tolerant share"] = float(purity.mean()), float(inside.mean())
     for name, value in soft_path_mass_density(model, arcs, mags).items():
         row[f"soft path mass {name}"] = value
     return row
