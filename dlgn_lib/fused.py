@@ -31,6 +31,7 @@ PyTorch's default (no flushing) is set again afterwards.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import time
@@ -398,12 +399,26 @@ class _CompiledOrEager:
     def __call__(self, *args):
         if self.compiled is not None:
             try:
-                return self.compiled(*args)
+                with _quiet_cpu_compile():
+                    return self.compiled(*args)
             except Exception as exc:   # any compiler failure: the eager function computes the same
                 warnings.warn(f"torch.compile failed ({type(exc).__name__}: {str(exc)[:200]}); "
                               "training continues uncompiled", RuntimeWarning, stacklevel=2)
                 self.compiled = None
         return self.fn(*args)
+
+
+@contextlib.contextmanager
+def _quiet_cpu_compile():
+    """Silence the C++ extension loader's "No CUDA runtime is found" warning, which a CUDA build of
+    PyTorch logs when it compiles for the CPU: it says nothing about the run."""
+    logger = logging.getLogger("torch.utils.cpp_extension")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _pass_for(model: torch.nn.Module, params: StackedParameters, task: str, margin: float):

@@ -234,3 +234,17 @@ def test_compile_setting_is_checked(monkeypatch):
         fused.use_compile(10)
     monkeypatch.setenv("DLGN_COMPILE", "auto")
     assert not fused.use_compile(fused.COMPILE_MIN_STEPS - 1) and fused.use_compile(fused.COMPILE_MIN_STEPS)
+
+
+def test_compiling_for_the_cpu_silences_only_the_cuda_runtime_notice(caplog):
+    import logging
+    logger = logging.getLogger("torch.utils.cpp_extension")
+    before = logger.level
+    with caplog.at_level(logging.WARNING):
+        with fused._quiet_cpu_compile():
+            logger.warning("No CUDA runtime is found")
+            logging.getLogger("dlgn_lib").warning("other loggers still speak")
+        logger.warning("and this one again afterwards")
+    assert "No CUDA runtime" not in caplog.text
+    assert "other loggers still speak" in caplog.text and "afterwards" in caplog.text
+    assert logger.level == before

@@ -55,3 +55,15 @@ def test_effect_heatmaps_mark_significance_and_frame_the_registered_cell():
     texts = [t.get_text() for t in ax.texts]
     assert sum("*" in t for t in texts) == 2 and sum("5/5" in t for t in texts) == 2
     assert len([p for p in ax.patches if isinstance(p, Rectangle) and not p.get_fill()]) == 1
+
+
+def test_infinite_effects_are_shown_not_blank():
+    import matplotlib
+    matplotlib.use("Agg")
+    from dlgn_lib.plots import sensitivity as plot
+    frame = pd.DataFrame([{"beta": b, "seed": s, "lead": (math.inf if b == 4 else 0.5 + s)} for b in (4, 30) for s in range(5)])
+    table = sensitivity.effect_table(frame, ["beta"], "lead")
+    assert table["median"].tolist()[0] == math.inf
+    fig = plot.effect_heatmaps({"lead": table}, ["beta"], ["beta"])
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert any(t.startswith("+∞*") for t in texts)

@@ -45,15 +45,19 @@ def effect_heatmaps(tables: Mapping[str, pd.DataFrame], rows: Sequence[str], col
         frame = table.assign(_row=_labels(table, rows), _col=_labels(table, cols))
         median = frame.pivot(index="_row", columns="_col", values="median").loc[
             list(dict.fromkeys(frame["_row"])), list(dict.fromkeys(frame["_col"]))]
-        text = frame.assign(_text=[f"{m:+.2f}{'*' if s else ''}\n{p}/{n}" if np.isfinite(m) else f"n/a\n{p}/{n}"
+        def shown(m):
+            return f"{m:+.2f}" if np.isfinite(m) else ("n/a" if np.isnan(m) else ("+∞" if m > 0 else "−∞"))
+        text = frame.assign(_text=[f"{shown(m)}{'*' if s else ''}\n{p}/{n}"
                                    for m, s, p, n in zip(frame["median"], frame["significant"],
                                                          frame["positive"], frame["n"])])
         annot = text.pivot(index="_row", columns="_col", values="_text").loc[median.index, median.columns]
-        finite = np.abs(median.to_numpy(dtype=float)[np.isfinite(median.to_numpy(dtype=float))])
+        values = median.to_numpy(dtype=float)
+        finite = np.abs(values[np.isfinite(values)])
         limit = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+        median = median.astype(float).clip(-limit, limit)   # ±∞ (an arc that never gets there) at full colour
         with warnings.catch_warnings():  # seaborn 0.13 calls a colormap method matplotlib deprecates
             warnings.simplefilter("ignore", PendingDeprecationWarning)
-            sns.heatmap(median.astype(float), ax=ax, cmap="RdBu", center=0.0, vmin=-limit, vmax=limit,
+            sns.heatmap(median, ax=ax, cmap="RdBu", center=0.0, vmin=-limit, vmax=limit,
                         annot=annot.to_numpy(), fmt="", annot_kws={"fontsize": 7}, cbar_kws={"shrink": 0.6},
                         linewidths=0.5, linecolor="white")
         ax.set_title(name, fontsize=9)
