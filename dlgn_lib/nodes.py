@@ -24,6 +24,7 @@ import pandas as pd
 import torch
 
 from . import paths
+from .clusters import _as_rows, _check_threshold
 from .models import ReLUNet
 
 #: |cos| at which a unit counts as aligned with a node (the same τ as notebook 07's clustering).
@@ -31,11 +32,11 @@ DEFAULT_THRESHOLD = 0.9
 
 
 def _unit_rows(vectors, what: str) -> np.ndarray:
-    if hasattr(vectors, "detach"):
-        vectors = vectors.detach().cpu().numpy()
-    rows = np.asarray(vectors, dtype=np.float64)
-    if rows.ndim != 2 or rows.shape[0] < 1:
-        raise ValueError(f"{what} must be a 2-D array (rows, d) with at least one row, got shape {rows.shape}")
+    """Non-zero rows scaled to unit norm, float64 (zero rows are left out)."""
+    try:
+        rows = _as_rows(vectors)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
     norms = np.linalg.norm(rows, axis=1)
     keep = norms > 0
     return rows[keep] / norms[keep, None]
@@ -49,16 +50,13 @@ def best_node_cos(normals, node_normals) -> np.ndarray:
     return np.abs(units @ nodes.T).max(axis=1)
 
 
-def _check_threshold(threshold: float) -> float:
-    if not 0 < threshold <= 1:
-        raise ValueError(f"threshold={threshold!r} is not allowed; it must lie in (0, 1]")
-    return float(threshold)
+def _summary(best: np.ndarray, threshold: float) -> dict[str, float]:
+    return {"share": float((best >= _check_threshold(threshold)).mean()), "mean": float(best.mean())}
 
 
 def node_alignment(normals, node_normals, threshold: float = DEFAULT_THRESHOLD) -> dict[str, float]:
     """``{"share": share of units with largest |cos| ≥ threshold, "mean": mean largest |cos|}``."""
-    best = best_node_cos(normals, node_normals)
-    return {"share": float((best >= _check_threshold(threshold)).mean()), "mean": float(best.mean())}
+    return _summary(best_node_cos(normals, node_normals), threshold)
 
 
 def random_baseline(m: int, node_normals, threshold: float = DEFAULT_THRESHOLD, n_draws: int = 200,
@@ -68,8 +66,7 @@ def random_baseline(m: int, node_normals, threshold: float = DEFAULT_THRESHOLD, 
     rng = np.random.default_rng(seed)
     draws = rng.standard_normal((n_draws, m, nodes.shape[1]))
     draws /= np.linalg.norm(draws, axis=2, keepdims=True)
-    best = np.abs(draws @ nodes.T).max(axis=2)
-    return {"share": float((best >= _check_threshold(threshold)).mean()), "mean": float(best.mean())}
+    return _summary(np.abs(draws @ nodes.T).max(axis=2), threshold)
 
 
 @torch.no_grad()
@@ -94,6 +91,5 @@ def layer_table(net, node_normals, threshold: float = DEFAULT_THRESHOLD, x: torc
     rows = []
     for layer, normals in enumerate(normals_per_layer(net, x), start=1):
         best = best_node_cos(normals, node_normals)
-        rows.append({**columns, "layer": layer, "units": int(best.size),
-                     "share": float((best >= _check_threshold(threshold)).mean()), "mean": float(best.mean())})
+        rows.append({**columns, "layer": layer, "units": int(best.size), **_summary(best, threshold)})
     return pd.DataFrame(rows)
