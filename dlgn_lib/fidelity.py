@@ -51,3 +51,9 @@ def check(model, x: torch.Tensor, y: torch.Tensor, task: str) -> Fidelity:
     x = x.to(next(model.parameters()).dtype)
     soft, hard = model(x, hard=False), model(x, hard=True)
     return Fidelity(task, float(task_metric(soft, y, task)), float(task_metric(hard, y, task)))
+
+
+def check_run(run) -> Fidelity:
+    """:func:`check` of a run's last snapshot on its data set's test split."""
+    dataset = run.dataset()
+    return check(run.model_at(), dataset.x_test, dataset.y_test, dataset.task)

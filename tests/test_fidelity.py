@@ -48,3 +48,11 @@ def test_relu_and_dln_compute_the_same_function_either_way():
     ("binary", 0.90, 0.891, True), ("binary", 0.90, 0.88, False)])
 def test_agreement_rule_by_hand(task, soft, hard, agrees):
     assert fidelity.Fidelity(task, soft, hard).agrees is agrees
+
+
+def test_check_run_reads_the_last_snapshot_on_the_test_split():
+    from dlgn_lib import config, runs
+    spec = config.DataSpec.make("circle", target="steps", n_train=32, n_val=8, n_test=16)
+    run = runs.train_group([config.RunConfig(spec, config.ModelSpec.make("dlgn", (4, 4)), epochs=5, n_snapshots=2)])[0]
+    dataset = run.dataset()
+    assert fidelity.check_run(run) == fidelity.check(run.model_at(run.epochs[-1]), dataset.x_test, dataset.y_test, "binary")
