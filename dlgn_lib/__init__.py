@@ -30,8 +30,8 @@ _use_threads(_os.environ.get("DLGN_NUM_THREADS", "1"))
 #: ``python -m dlgn_lib.<module>`` runs a module that has not been imported yet.
 MODULES = ("batched", "circle", "cluster", "clusters", "compare", "config", "data", "fidelity", "fused",
            "kernels", "locations", "losses", "models", "nodes", "paths", "plots", "protocol", "runs",
-           "saliency", "sensitivity", "tables", "train", "verdict", "widgets")
-__all__ = [*MODULES, "save_figure"]
+           "saliency", "sensitivity", "studies", "tables", "train", "verdict", "widgets")
+__all__ = [*MODULES, "save_figure", "setup"]
 
 
 def __getattr__(name: str):
@@ -40,6 +40,9 @@ def __getattr__(name: str):
     if name == "save_figure":
         from .plots import save_figure
         return save_figure
+    if name == "setup":
+        from .config import setup
+        return setup
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

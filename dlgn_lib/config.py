@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType, ModuleType
 from typing import Any, Mapping
 
 import numpy as np
@@ -145,6 +145,14 @@ class RunConfig:
         return cls(data=data, model=model, **rest)
 
 
+def fashion_mnist_spec(per_class) -> DataSpec:
+    """Fashion-MNIST with ``per_class`` = (train, validation, test) images per class (None: all)."""
+    if not isinstance(per_class, (tuple, list)) or len(per_class) != 3:
+        raise ParameterError(f"per_class={per_class!r}: give (train, validation, test) images per class")
+    train, val, test = per_class
+    return DataSpec.make("fashion_mnist", n_per_class_train=train, n_per_class_val=val, n_per_class_test=test)
+
+
 def snapshot_epochs(epochs: int, n: int) -> list[int]:
     """Epochs at which to keep model snapshots: 0, the last, and log-spaced between (dense early).
 
@@ -162,33 +170,110 @@ def snapshot_epochs(epochs: int, n: int) -> list[int]:
 
 # --------------------------------------------------------------------------- notebook parameters
 
-def _check_int(name: str, value, minimum: int) -> None:
+#: Bounds of the integer parameters: a seed is a 32-bit unsigned integer (NumPy, scikit-learn and
+#: PyTorch all accept it); counts have a ceiling that no sensible run reaches.
+PARAMETER_BOUNDS = {"SEED": (0, 2**32 - 1), "TARGET_SEED": (0, 2**32 - 1), "EPOCHS": (1, 1_000_000),
+                    "SEEDS": (1, 1000)}
+#: The notebook parameters and what each means (a notebook declares a subset, ``NOTEBOOK_PARAMETERS``).
+PARAMETERS = {
+    "PROFILE": "the profile of sizes, one of " + ", ".join(repr(p) for p in PROFILES),
+    "SEED": "the first seed (run k uses SEED + k), an integer in [0, 2**32 - 1]",
+    "TARGET_SEED": "the seed of the random circle targets (target k: TARGET_SEED + k), in [0, 2**32 - 1]",
+    "EPOCHS": "epochs of every run, an integer in [1, 1000000], or None for the profile's",
+    "SEEDS": "the number of seeds, an integer in [1, 1000], or None for the profile's",
+}
+#: Per notebook: the parameters its first cell declares. Anything else is an error.
+NOTEBOOK_PARAMETERS = {
+    "00": ("PROFILE", "SEED"), "01": ("PROFILE", "SEED"), "02": ("PROFILE", "SEED", "SEEDS"),
+    "03": ("PROFILE", "SEED"), "04": ("PROFILE", "SEED"),
+    "05": ("PROFILE", "SEED", "TARGET_SEED", "EPOCHS", "SEEDS"),
+    "06": ("PROFILE", "SEED", "TARGET_SEED", "EPOCHS", "SEEDS"),
+    "07": ("PROFILE", "SEED", "EPOCHS", "SEEDS"), "08": ("PROFILE", "SEED", "TARGET_SEED", "SEEDS"),
+    "09": ("PROFILE", "SEED", "SEEDS"), "10": ("PROFILE", "SEED", "SEEDS"),
+    "11": ("PROFILE", "SEED", "TARGET_SEED"),
+}
+#: The sizes a parameter replaces when it is not None (notebook 08's SEEDS sets both of its counts).
+PARAMETER_SIZES = {"EPOCHS": ("epochs",), "SEEDS": ("n_seeds",)}
+NOTEBOOK_PARAMETER_SIZES = {"08": {"SEEDS": ("n_seeds", "odt_seeds")}}
+#: Names IPython puts in a kernel's namespace; they are not parameters.
+_KERNEL_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit", "open"})
+
+
+def _check_int(name: str, value, minimum: int, maximum: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ParameterError(f"{name}={value!r} has type {type(value).__name__}; it must be an integer >= {minimum}")
-    if value < minimum:
-        raise ParameterError(f"{name}={value!r} is not allowed; it must be an integer >= {minimum}")
+        raise ParameterError(f"{name}={value!r} has type {type(value).__name__}; it must be an integer >= {minimum}"
+                             + (f" and <= {maximum}" if maximum is not None else ""))
+    if value < minimum or (maximum is not None and value > maximum):
+        raise ParameterError(f"{name}={value!r} is not allowed; it must be an integer >= {minimum}"
+                             + (f" and <= {maximum}" if maximum is not None else ""))
 
 
 def check_parameters(**params) -> None:
     """Validate notebook parameters before any work; raise ``ParameterError`` naming the bad one.
 
-    Known names: ``PROFILE`` (one of ``PROFILES``), ``SEED`` and ``TARGET_SEED`` (integer >= 0; the
-    latter draws random targets), ``EPOCHS`` and ``SEEDS`` (integer >= 1, or None for the profile's
-    value). Other names are an error too, so a typo in ``papermill -p`` does not pass silently.
+    Known names (``PARAMETERS``): ``PROFILE`` (one of ``PROFILES``), ``SEED`` and ``TARGET_SEED``
+    (32-bit unsigned integers), ``EPOCHS`` and ``SEEDS`` (bounded positive integers, or None for the
+    profile's value). Other names are an error too, so a typo does not pass silently.
     """
     for name, value in params.items():
         if name == "PROFILE":
             if not isinstance(value, str) or value not in PROFILES:
                 raise ParameterError(f"PROFILE={value!r} is not allowed; allowed values: "
                                      + ", ".join(repr(p) for p in PROFILES))
-        elif name in ("SEED", "TARGET_SEED"):
-            _check_int(name, value, minimum=0)
-        elif name in ("EPOCHS", "SEEDS"):
-            if value is not None:
-                _check_int(name, value, minimum=1)
+        elif name in PARAMETER_BOUNDS:
+            if value is None and name in ("EPOCHS", "SEEDS"):
+                continue
+            _check_int(name, value, *PARAMETER_BOUNDS[name])
         else:
-            raise ParameterError(f"unknown notebook parameter {name}; known: PROFILE, SEED, TARGET_SEED, "
-                                 "EPOCHS, SEEDS")
+            raise ParameterError(f"unknown notebook parameter {name}; known: " + ", ".join(PARAMETERS))
+
+
+def notebook_parameters(notebook: str, namespace: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters found in a notebook's namespace, checked against what the notebook declares.
+
+    Every public name that is not a module, not one of IPython's and not declared by the notebook
+    (``NOTEBOOK_PARAMETERS``) is an error: ``papermill -p PROFIEL full`` or ``-p EPOCHS 5`` on a
+    notebook without epochs fails here, naming the parameter and the known ones, before any file
+    is touched. Values are then checked by ``check_parameters``.
+    """
+    if notebook not in NOTEBOOK_PARAMETERS:
+        raise ParameterError(f"notebook={notebook!r} is not a notebook of the series; known: "
+                             f"{sorted(NOTEBOOK_PARAMETERS)}")
+    declared = NOTEBOOK_PARAMETERS[notebook]
+    unknown = sorted(name for name, value in namespace.items()
+                     if not name.startswith("_") and name not in _KERNEL_NAMES and name not in declared
+                     and not isinstance(value, ModuleType))
+    if unknown:
+        raise ParameterError(
+            f"notebook {notebook} has no parameter {', '.join(unknown)}; its parameters are "
+            + ", ".join(declared) + " (" + "; ".join(f"{n}: {PARAMETERS[n]}" for n in declared) + ")")
+    missing = [name for name in declared if name not in namespace]
+    if missing:
+        raise ParameterError(f"notebook {notebook}: parameter {', '.join(missing)} is not set; run the "
+                             "parameters cell first")
+    params = {name: namespace[name] for name in declared}
+    check_parameters(**params)
+    return params
+
+
+def setup(notebook: str, namespace: Mapping[str, Any], *, show: bool = True) -> "NotebookConfig":
+    """A notebook's first step: check its parameters and return its sizes (``NotebookConfig``).
+
+    ``namespace`` is the notebook's ``globals()`` right after its parameters cell (and the cell
+    papermill injects): parameters it does not declare, and bad values, raise ``ParameterError``
+    before any work. ``EPOCHS`` and ``SEEDS`` replace the sizes of ``PARAMETER_SIZES``. Prints the
+    sizes unless ``show`` is false.
+    """
+    params = notebook_parameters(notebook, namespace)
+    mapping = {**PARAMETER_SIZES, **NOTEBOOK_PARAMETER_SIZES.get(notebook, {})}
+    overrides = {size: params[name] for name in ("EPOCHS", "SEEDS") if name in params
+                 for size in mapping[name]}
+    cfg = for_notebook(notebook, params["PROFILE"], seed=params["SEED"], **overrides)
+    if "TARGET_SEED" in params:
+        cfg = replace(cfg, target_seed=params["TARGET_SEED"])
+    if show:
+        print(cfg.describe())
+    return cfg
 
 
 @dataclass(frozen=True)
@@ -198,6 +283,12 @@ class NotebookConfig:
     profile: str
     seed: int
     sizes: Mapping[str, Any]
+    target_seed: int | None = None  # the notebook's TARGET_SEED, where it has one
+
+    @property
+    def seeds(self) -> list[int]:
+        """The model seeds of the runs: SEED, SEED + 1, … (``n_seeds`` of them)."""
+        return [self.seed + k for k in range(self.sizes["n_seeds"])]
 
     def __getattr__(self, name):
         sizes = self.__dict__.get("sizes", {})
@@ -256,17 +347,17 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
         # Plane sets: n points each, full batch. SD-I: the group's data and protocol (dl.protocol),
         # odt_epochs passes (the protocol's 1,501 under full); odt_n_total None = all 40,000 points.
         "quick": dict(n=600, widths=(16, 16, 16), epochs=150, lr=1e-2, eval_every=5, n_snapshots=6,
-                      seeds=3, odt_epochs=40, odt_n_total=None),
+                      n_seeds=3, odt_epochs=40, odt_n_total=None),
         "full": dict(n=4000, widths=(64, 64, 64), epochs=2000, lr=5e-3, eval_every=10, n_snapshots=20,
-                     seeds=5, odt_epochs=1501, odt_n_total=None),
+                     n_seeds=5, odt_epochs=1501, odt_n_total=None),
     },
     "04": {
         # Fashion-MNIST images per class in each split (all of them: 5,400 / 600 / 1,000); the
         # gradient cosine is measured on the first n_cos_inputs test images. top_paths enumerates
         # Π m_ℓ · 10 path values, which must stay below paths.MAX_ENTRIES.
-        "quick": dict(train_per_class=400, val_per_class=100, test_per_class=100, widths=(64, 64, 64),
+        "quick": dict(fmnist_per_class=(400, 100, 100), widths=(64, 64, 64),
                       epochs=15, lr=2e-3, batch_size=128, n_snapshots=6, n_cos_inputs=500, n_paths_shown=4),
-        "full": dict(train_per_class=5400, val_per_class=600, test_per_class=1000, widths=(96, 96, 96),
+        "full": dict(fmnist_per_class=(5400, 600, 1000), widths=(96, 96, 96),
                      epochs=100, lr=1e-3, batch_size=256, n_snapshots=20, n_cos_inputs=10000,
                      n_paths_shown=6),
     },
@@ -284,10 +375,10 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
     },
     "07": {
         # odt: the group's SD-I (dl.protocol.data_spec), odt_n_total None = all 40,000 points.
-        "quick": dict(fmnist_per_class=500, fmnist_eval_per_class=100, fmnist_widths=(64,) * 4,
+        "quick": dict(fmnist_per_class=(500, 100, 100), fmnist_widths=(64,) * 4,
                       odt_n_total=None, odt_widths=(32,) * 4, epochs=60, lr=2e-3, batch_size=128,
                       n_snapshots=10, n_seeds=1),
-        "full": dict(fmnist_per_class=None, fmnist_eval_per_class=None, fmnist_widths=(128,) * 6,
+        "full": dict(fmnist_per_class=(None, None, None), fmnist_widths=(128,) * 6,
                      odt_n_total=None, odt_widths=(64,) * 6, epochs=100, lr=1e-3, batch_size=256,
                      n_snapshots=20, n_seeds=3),
     },
@@ -295,27 +386,27 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
         # Training runs reuse notebook 06's circle sizes and notebook 07's odt sizes (same configs,
         # shared cache entries); odt_seeds replaces 07's seed count (3 seeds under both profiles).
         # n_grid: angles of the θ grid on which gate switches are located.
-        "quick": dict(n_grid=4096, odt_seeds=3),
-        "full": dict(n_grid=16384, odt_seeds=3),
+        "quick": dict(n_grid=4096, n_seeds=3, odt_seeds=3),
+        "full": dict(n_grid=16384, n_seeds=10, odt_seeds=3),
     },
     "10": {
         # The group's odt protocol (dl.protocol) on the data sets `sets` (checked) and
-        # `report_sets` (reported only), `epochs` passes, `seeds` seeds from SEED, `n_snapshots`
+        # `report_sets` (reported only), `epochs` passes, `n_seeds` seeds from SEED, `n_snapshots`
         # log-spaced snapshots; a ReLU net's later layers are read at `n_relu_points` validation points.
-        "quick": dict(sets=("SD-I", "SD-II"), report_sets=(), epochs=60, seeds=5, n_snapshots=8,
+        "quick": dict(sets=("SD-I", "SD-II"), report_sets=(), epochs=60, n_seeds=5, n_snapshots=8,
                       n_relu_points=200),
-        "full": dict(sets=("SD-I", "SD-II"), report_sets=("SD-III",), epochs=1501, seeds=5, n_snapshots=12,
+        "full": dict(sets=("SD-I", "SD-II"), report_sets=("SD-III",), epochs=1501, n_seeds=5, n_snapshots=12,
                      n_relu_points=200),
     },
     "11": {
         # Sensitivity map of C5 on the circle. Run sizes are notebook 05's quick ones (so the map's
         # registered cells share 05's runs); the grid: n_trains × inits × betas × gate biases ×
-        # targets ("default" or k: the random target of seed TARGET_SEED + k), `seeds` seeds each.
+        # targets ("default" or k: the random target of seed TARGET_SEED + k), `n_seeds` seeds each.
         # n_rotations: rotations of the random-rotation baselines.
-        "quick": dict(widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30, eval_every=10, seeds=5,
+        "quick": dict(widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30, eval_every=10, n_seeds=5,
                       n_trains=(256,), inits=("group", "he"), betas=(4.0, 10.0, 30.0), biases=(False, True),
                       steps_targets=("default", 0), mixture_targets=(0,), n_rotations=180),
-        "full": dict(widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30, eval_every=10, seeds=5,
+        "full": dict(widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30, eval_every=10, n_seeds=5,
                      n_trains=(256, 1024), inits=("group", "he"), betas=(4.0, 10.0, 30.0), biases=(False, True),
                      steps_targets=("default", 0, 1, 2), mixture_targets=("default", 0), n_rotations=360),
     },
@@ -327,12 +418,12 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
         # CIFAR-10/100 (only where the data is on disk): cifar_sizes = images for training,
         # validation and test (None: all; validation = the last official training images);
         # conv_channels: the 5-layer conv net (the reference size, 128, under full).
-        "quick": dict(seeds=2, lrs=(3e-3,), fmnist_per_class=(100, 100, 100),
+        "quick": dict(n_seeds=2, lrs=(3e-3,), fmnist_per_class=(100, 100, 100),
                       fmnist_widths=(64, 64, 64), epochs=15, batch_size=100,
                       odt_sets=("SD-I",), odt_seeds=5, odt_epochs=40, odt_n_total=None,
                       n_snapshots=2, cifar_sizes=(1000, 500, 1000),
                       conv_channels=(16,) * 5, conv_epochs=5, conv_batch_size=100),
-        "full": dict(seeds=3, lrs=(1e-3, 3e-3), fmnist_per_class=(5400, 600, 1000),
+        "full": dict(n_seeds=3, lrs=(1e-3, 3e-3), fmnist_per_class=(5400, 600, 1000),
                      fmnist_widths=(128, 128, 128, 128), epochs=30, batch_size=256,
                      odt_sets=("SD-I", "SD-II", "SD-III"), odt_seeds=5, odt_epochs=1501, odt_n_total=None,
                      n_snapshots=2, cifar_sizes=(None, 5000, None), conv_channels=(128,) * 5,

@@ -101,3 +101,58 @@ def test_target_seed_is_a_known_parameter_and_checked():
         C.check_parameters(TARGET_SEED=-1)
     with pytest.raises(C.ParameterError, match="TARGET_SEED"):
         C.check_parameters(TARGET_SEED="1")
+
+
+def kernel_namespace(**params):
+    """What a notebook's globals hold when its setup cell runs: IPython's names, a module, parameters."""
+    import types
+    return {"__name__": "__main__", "_i1": "", "In": [], "Out": {}, "get_ipython": print, "exit": None,
+            "quit": None, "dl": types.ModuleType("dlgn_lib"), **params}
+
+
+def test_setup_returns_the_sizes_with_parameter_overrides(capsys):
+    cfg = C.setup("05", kernel_namespace(PROFILE="quick", SEED=7, TARGET_SEED=3, EPOCHS=5, SEEDS=2))
+    assert (cfg.epochs, cfg.n_seeds, cfg.seeds, cfg.target_seed) == (5, 2, [7, 8], 3)
+    assert capsys.readouterr().out.strip() == cfg.describe()
+    plain = C.setup("05", kernel_namespace(PROFILE="quick", SEED=7, TARGET_SEED=3, EPOCHS=None, SEEDS=None),
+                    show=False)
+    assert dict(plain.sizes) == dict(C.NOTEBOOK_SIZES["05"]["quick"])
+    both = C.setup("08", kernel_namespace(PROFILE="full", SEED=0, TARGET_SEED=0, SEEDS=4), show=False)
+    assert (both.n_seeds, both.odt_seeds) == (4, 4)
+
+
+@pytest.mark.parametrize("extra,name", [(dict(PROFIEL="full"), "PROFIEL"), (dict(EPOCHS=3), "EPOCHS"),
+                                        (dict(profile="full"), "profile")])
+def test_setup_refuses_a_name_the_notebook_does_not_declare(extra, name):
+    with pytest.raises(C.ParameterError, match=f"notebook 01 has no parameter {name}; its parameters are "
+                                               "PROFILE, SEED "):
+        C.setup("01", kernel_namespace(PROFILE="quick", SEED=0, **extra))
+
+
+@pytest.mark.parametrize("params,name", [(dict(SEED=2**32), "SEED"), (dict(SEED=True), "SEED"),
+                                         (dict(TARGET_SEED=-1), "TARGET_SEED"), (dict(SEEDS=1001), "SEEDS"),
+                                         (dict(EPOCHS=0), "EPOCHS")])
+def test_setup_checks_values_and_bounds(params, name):
+    namespace = kernel_namespace(PROFILE="quick", SEED=0, TARGET_SEED=0, EPOCHS=None, SEEDS=None)
+    namespace.update(params)
+    with pytest.raises(C.ParameterError, match=name):
+        C.setup("06", namespace)
+    C.check_parameters(SEED=2**32 - 1, TARGET_SEED=2**32 - 1, SEEDS=1000, EPOCHS=1_000_000)
+
+
+def test_setup_errors_name_a_missing_parameter_and_an_unknown_notebook():
+    with pytest.raises(C.ParameterError, match="parameter SEED is not set"):
+        C.setup("01", kernel_namespace(PROFILE="quick"))
+    with pytest.raises(C.ParameterError, match="'12' is not a notebook"):
+        C.setup("12", kernel_namespace(PROFILE="quick", SEED=0))
+
+
+def test_one_spelling_per_size_key():
+    """Seed counts are n_seeds, Fashion-MNIST sizes one (train, val, test) tuple, in every notebook."""
+    for notebook, profiles in C.NOTEBOOK_SIZES.items():
+        for sizes in profiles.values():
+            assert not {"seeds", "train_per_class", "fmnist_eval_per_class"} & set(sizes), notebook
+            if "fmnist_per_class" in sizes:
+                assert len(sizes["fmnist_per_class"]) == 3
+    spec = C.fashion_mnist_spec((5, 2, 1))
+    assert spec.kwargs() == {"n_per_class_train": 5, "n_per_class_val": 2, "n_per_class_test": 1}

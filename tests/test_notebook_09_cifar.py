@@ -17,7 +17,7 @@ from dlgn_lib import config, data
 
 matplotlib.use("Agg")
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "09_table.ipynb"
-TINY = dict(seeds=2, lrs=(1e-3, 1e-2), fmnist_per_class=(10, 10, 10), fmnist_widths=(8, 8), epochs=2,
+TINY = dict(n_seeds=2, lrs=(1e-3, 1e-2), fmnist_per_class=(10, 10, 10), fmnist_widths=(8, 8), epochs=2,
             batch_size=50, odt_sets=("SD-I",), odt_seeds=2, odt_epochs=2, odt_n_total=400,
             n_snapshots=2, cifar_sizes=(60, 30, 40), conv_channels=(4,) * 5, conv_epochs=2,
             conv_batch_size=20)
