@@ -1,0 +1,363 @@
+"""Numbers in prose, generated from executed notebooks: nothing measured is copied by hand.
+
+Three kinds of text are written here, each between markers ``<!-- report:NAME -->`` and
+``<!-- /report:NAME -->`` that nothing else edits:
+
+- the README's claims table (``claims``) and runtime table (``times``);
+- the course guide's timing table (``times``, ``notebooks/README.md``);
+- each notebook's "## Results" cell (``results``): every verdict check with its value under
+  ``quick`` and ``full``, and the runtimes.
+
+``quick`` numbers are read from the committed notebooks (their outputs, their cell timings with
+a warm run cache). ``full`` numbers are read from a record, ``docs/full_results.json``, written by
+``record`` from a folder of notebooks executed with ``PROFILE=full`` (``make figures
+PROFILE=full`` writes one under ``build/notebooks``). Commands::
+
+    python -m dlgn_lib.report record build/notebooks   # refresh the full record
+    python -m dlgn_lib.report write                    # rewrite every generated block
+    python -m dlgn_lib.report check                    # exit 1 when a block disagrees
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+
+from . import locations
+from .verdict import EARLIER_MARK, earlier_verdicts
+
+NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
+README = locations.REPO_ROOT / "README.md"
+COURSE_GUIDE = NOTEBOOKS_DIR / "README.md"
+FULL_RECORD = locations.REPO_ROOT / "docs" / "full_results.json"
+
+#: The claims of the paper's abstract (paraphrased) and the notebooks that test each.
+CLAIMS = (
+    ("—", "teaching: DLN vs ReLU vs DLGN in 2-D; build a DLGN by hand", ("00",)),
+    ("C1", "a network is a mixture of path experts: output = Σ_π path value × path gate", ("01",)),
+    ("C2", "the DLGN sits between a deep linear network and a ReLU net: it learns non-linear features",
+     ("02",)),
+    ("C3", "each feature is the indicator of an intersection of L half-spaces", ("03",)),
+    ("C4", "a global picture of every feature, unlike local saliency maps", ("04",)),
+    ("C5", "half-spaces settle on the smooth parts of the target; simpler regions get paths first",
+     ("05", "06", "10", "11")),
+    ("C6", "later-layer neurons are half-spaces too, but training makes them cluster", ("07",)),
+    ("C7", "ReLU networks learn features the same way (hypothesis)", ("06", "08", "10")),
+    ("T", "benchmarks against ReLU, DLN and frozen-gate baselines", ("09",)),
+)
+#: What a reader can move in each notebook (course guide).
+LIVE = {
+    "00": "epoch slider of gate lines; build-a-DLGN-by-hand panel",
+    "01": "slider: largest paths and their regions",
+    "02": "— (decision-function grid, accuracy table)",
+    "03": "slider: DLGN vs ReLU partitions",
+    "04": "slider: saliency maps over training",
+    "05": "panel: target × setting × epoch",
+    "06": "panel: kernel heatmaps × epoch",
+    "07": "slider: similarity matrices per layer",
+    "08": "panel: switch angles × epoch; slider: gate-vector matrices",
+    "09": "— (table with provenance)",
+    "10": "slider: units × tree nodes over passes",
+    "11": "— (maps of effects)",
+}
+
+#: How the recorded ``full`` run was made (the record's ``note`` adds what was cached).
+FULL_SETTING = "a 2-core CPU, two notebooks side by side, one torch thread each"
+
+_CHECK = re.compile(r"^\s*\[(pass|FAIL)\] (.*) = (\S+)  \(threshold: (\S+) (\S+)\)$")
+_VERDICT = re.compile(r"^VERDICT (\S+) \[(\w+)\]: (SUPPORTED|NOT SUPPORTED) \((\d+) of (\d+) checks pass\)$")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    value: str
+    op: str
+    threshold: str
+    passed: bool
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: str
+    profile: str
+    supported: bool
+    n_pass: int
+    n_checks: int
+    checks: tuple[Check, ...]
+
+    def short(self) -> str:
+        word = "SUPPORTED" if self.supported else "**NOT SUPPORTED**"
+        return f"{word}, {self.n_pass} of {self.n_checks}"
+
+
+def _stdout_lines(nb) -> list[str]:
+    lines = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and output.get("name") == "stdout":
+                lines += output["text"].splitlines()
+    return lines
+
+
+def verdicts_of(nb) -> list[Verdict]:
+    """The verdicts a notebook printed (``dl.verdict.verdict``), each with its checks, in order."""
+    found, pending = [], []
+    for line in _stdout_lines(nb):
+        if line.strip().startswith(EARLIER_MARK):
+            continue
+        if m := _CHECK.match(line):
+            pending.append(Check(m[2], m[3], m[4], m[5], m[1] == "pass"))
+        elif m := _VERDICT.match(line.strip()):
+            if len(pending) != int(m[5]):
+                raise ValueError(f"verdict {m[1]}: {int(m[5])} checks announced, {len(pending)} printed above it")
+            found.append(Verdict(m[1], m[2], m[3] == "SUPPORTED", int(m[4]), int(m[5]), tuple(pending)))
+            pending = []
+    return found
+
+
+def seconds_of(nb) -> float:
+    """Execution time: papermill's duration, else the sum of the cells' recorded timings."""
+    duration = nb.metadata.get("papermill", {}).get("duration")
+    if duration is not None:
+        return float(duration)
+    total = 0.0
+    for cell in nb.cells:
+        timing = cell.get("metadata", {}).get("execution", {})
+        if "iopub.execute_input" in timing and "shell.execute_reply" in timing:
+            start, end = (datetime.fromisoformat(timing[k].replace("Z", "+00:00"))
+                          for k in ("iopub.execute_input", "shell.execute_reply"))
+            total += (end - start).total_seconds()
+    return total
+
+
+def _notebooks(folder: Path) -> dict[str, Path]:
+    return {p.name[:2]: p for p in sorted(Path(folder).glob("[0-9][0-9]_*.ipynb"))}
+
+
+def _record_of(path: Path) -> dict:
+    nb = nbformat.read(path, as_version=4)
+    return {"notebook": path.name, "seconds": round(seconds_of(nb)),
+            "verdicts": [{"claim": v.claim, "profile": v.profile, "supported": v.supported, "n_pass": v.n_pass,
+                          "n_checks": v.n_checks, "checks": [c.__dict__ for c in v.checks]}
+                         for v in verdicts_of(nb)]}
+
+
+def _verdicts_from_record(entry: dict) -> list[Verdict]:
+    return [Verdict(v["claim"], v["profile"], v["supported"], v["n_pass"], v["n_checks"],
+                    tuple(Check(**c) for c in v["checks"])) for v in entry["verdicts"]]
+
+
+def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
+    """Write the ``full`` record from notebooks executed with ``PROFILE=full`` in ``folder``.
+
+    Each notebook must have run under ``full`` (papermill's parameters say so); its verdicts and
+    duration replace the old entry, whose ``note`` (how it was run) is kept.
+    """
+    old = json.loads(record.read_text()) if record.exists() else {"notebooks": {}}
+    found = _notebooks(folder)
+    if not found:
+        raise FileNotFoundError(f"{folder}: no executed notebooks (NN_*.ipynb) to record")
+    for nb_id, path in found.items():
+        params = nbformat.read(path, as_version=4).metadata.get("papermill", {}).get("parameters", {})
+        if params.get("PROFILE") != "full":
+            raise ValueError(f"{path}: executed with parameters {params}, not PROFILE='full'")
+        entry = _record_of(path)
+        entry["note"] = old["notebooks"].get(nb_id, {}).get("note", "")
+        old["notebooks"][nb_id] = entry
+    old["about"] = ("Verdicts and runtimes of the series executed with PROFILE=full (python -m dlgn_lib.report "
+                    "record FOLDER); `note` says how a notebook was run.")
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    return old
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One notebook's verdicts and runtime under both profiles (full: None when not recorded)."""
+    notebook: str
+    name: str
+    quick: list
+    quick_seconds: float
+    full: list | None
+    full_seconds: float | None
+    full_note: str
+
+
+def measured(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> dict[str, Measured]:
+    full = json.loads(record.read_text())["notebooks"] if record.exists() else {}
+    out = {}
+    for nb_id, path in _notebooks(notebooks_dir).items():
+        nb = nbformat.read(path, as_version=4)
+        entry = full.get(nb_id)
+        out[nb_id] = Measured(nb_id, path.stem, verdicts_of(nb), seconds_of(nb),
+                              _verdicts_from_record(entry) if entry else None,
+                              entry["seconds"] if entry else None, entry.get("note", "") if entry else "")
+    return out
+
+
+def _seconds(value: float | None) -> str:
+    return "not run" if value is None else f"{value:,.0f} s"
+
+
+def _failing(verdict: Verdict) -> str:
+    failed = [c for c in verdict.checks if not c.passed]
+    return "" if not failed else " — fails: " + "; ".join(
+        f"{c.name} = {c.value} (needs {c.op} {c.threshold})" for c in failed)
+
+
+def _verdict_cell(m: Measured, claim: str, profile: str) -> str:
+    verdicts = m.quick if profile == "quick" else m.full
+    if verdicts is None:
+        return "not run"
+    mine = [v for v in verdicts if v.claim == claim]
+    return "; ".join(v.short() + _failing(v) for v in mine) or "—"
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def claims_table(data: dict[str, Measured]) -> str:
+    rows = ["| id | claim (paraphrased from the abstract) | notebook | `quick` verdict | `full` verdict | earlier verdicts |",
+            "|---|---|---|---|---|---|"]
+    for claim, text, notebooks in CLAIMS:
+        links = ", ".join(f"[{data[n].name.replace('_', ' ', 1)}](notebooks/{data[n].name}.ipynb)" for n in notebooks)
+        cells = []
+        for profile in ("quick", "full"):
+            parts = [f"{n}: {_verdict_cell(data[n], claim, profile)}" for n in notebooks
+                     if _verdict_cell(data[n], claim, profile) != "—"]
+            cells.append("<br>".join(parts) or "— (no verdict)")
+        earlier = "<br>".join(f"{n}: {e['verdict']}" for n in notebooks for e in earlier_verdicts(n)
+                              if e["verdict"].startswith(claim + " ")) or "—"
+        rows.append(f"| {claim} | {_escape(text)} | {links} | {_escape(cells[0])} | {_escape(cells[1])} | "
+                    f"{_escape(earlier)} |")
+    return "\n".join(rows)
+
+
+def times_table(data: dict[str, Measured], live: bool = False) -> str:
+    claims = {n: ", ".join(c for c, _, nbs in CLAIMS if n in nbs and c != "—") or "—" for n in data}
+    head = "| notebook | claims | `quick`, warm cache | `full` | how `full` was run |" + (" live elements |" if live else "")
+    rows = [head, "|---|---|---|---|---|" + ("---|" if live else "")]
+    for n, m in data.items():
+        rows.append(f"| {m.name.replace('_', ' ', 1)} | {claims[n]} | {_seconds(m.quick_seconds)} | "
+                    f"{_seconds(m.full_seconds)} | {_escape(m.full_note) or '—'} |" + (f" {LIVE.get(n, '—')} |" if live else ""))
+    total = sum(m.full_seconds or 0 for m in data.values())
+    rows.append(f"\nAll {len(data)} notebooks: `quick` {sum(m.quick_seconds for m in data.values()):,.0f} s with a "
+                f"warm run cache (the committed outputs' cell timings); `full` {total:,.0f} s as recorded "
+                f"(`docs/full_results.json`: {FULL_SETTING}).")
+    return "\n".join(rows)
+
+
+def results_block(m: Measured) -> str:
+    lines = []
+    for profile, verdicts in (("quick", m.quick), ("full", m.full)):
+        if verdicts is None:
+            lines.append(f"**`{profile}`**: not recorded.")
+            continue
+        seconds = m.quick_seconds if profile == "quick" else m.full_seconds
+        how = (" with a warm run cache" if profile == "quick"
+               else f" ({FULL_SETTING}; {m.full_note})" if m.full_note else f" ({FULL_SETTING})")
+        lines.append(f"**`{profile}`** ran in {_seconds(seconds)}{how}.")
+        for v in verdicts:
+            lines += ["", f"{v.claim}: {v.short()}", "", "| check | value | threshold | |", "|---|---|---|---|"]
+            lines += [f"| {_escape(c.name)} | {c.value} | {c.op} {c.threshold} | {'pass' if c.passed else 'FAIL'} |"
+                      for c in v.checks]
+        if not verdicts:
+            lines.append("No verdict in this notebook.")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def _replace_block(text: str, name: str, body: str, where: str) -> str:
+    begin, end = f"<!-- report:{name} -->", f"<!-- /report:{name} -->"
+    if text.count(begin) != 1 or text.count(end) != 1:
+        raise ValueError(f"{where}: needs exactly one {begin} … {end} block")
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    return f"{head}{begin}\n{body}\n{end}{tail}"
+
+
+def _results_cell(nb):
+    cells = [c for c in nb.cells if "results" in c.metadata.get("tags", [])]
+    if not cells:
+        raise ValueError("no cell tagged 'results'")
+    return cells[0]
+
+
+def generated(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> dict[Path, str]:
+    """Every generated text as it should read now: README and course guide (path -> whole text),
+    notebooks (path -> the source of the cell tagged ``results``)."""
+    data = measured(notebooks_dir, record)
+    out = {}
+    readme = README.read_text()
+    readme = _replace_block(readme, "claims", claims_table(data), str(README))
+    out[README] = _replace_block(readme, "times", times_table(data), str(README))
+    out[COURSE_GUIDE] = _replace_block(COURSE_GUIDE.read_text(), "times", times_table(data, live=True),
+                                       str(COURSE_GUIDE))
+    for nb_id, path in _notebooks(notebooks_dir).items():
+        source = _results_cell(nbformat.read(path, as_version=4)).source
+        out[path] = _replace_block(source, "results", results_block(data[nb_id]), str(path))
+    return out
+
+
+def _current(path: Path) -> str:
+    if path.suffix == ".ipynb":
+        return _results_cell(nbformat.read(path, as_version=4)).source
+    return path.read_text()
+
+
+def stale(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> list[Path]:
+    """Files whose generated blocks disagree with the executed notebooks and the full record."""
+    return [path for path, text in generated(notebooks_dir, record).items() if _current(path) != text]
+
+
+def write(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> list[Path]:
+    """Rewrite the generated blocks that are out of date; returns the files changed."""
+    changed = []
+    for path, text in generated(notebooks_dir, record).items():
+        if _current(path) == text:
+            continue
+        if path.suffix == ".ipynb":
+            nb = nbformat.read(path, as_version=4)
+            _results_cell(nb).source = text
+            text = nbformat.writes(nb) + "\n"
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+        changed.append(path)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.report", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="record the verdicts and runtimes of notebooks executed with PROFILE=full")
+    rec.add_argument("folder", type=Path)
+    sub.add_parser("write", help="rewrite every generated block")
+    sub.add_parser("check", help="exit 1 when a generated block disagrees with the executed notebooks")
+    args = parser.parse_args(argv)
+    if args.command == "record":
+        entries = record_full(args.folder)["notebooks"]
+        print(f"recorded {len(entries)} notebooks in {locations.display_path(FULL_RECORD)}")
+    elif args.command == "write":
+        changed = write()
+        print("rewritten: " + (", ".join(locations.display_path(p) for p in changed) or "nothing (all current)"))
+    else:
+        behind = stale()
+        if behind:
+            print("out of date (run `python -m dlgn_lib.report write`): "
+                  + ", ".join(locations.display_path(p) for p in behind), file=sys.stderr)
+            return 1
+        print("every generated block agrees with the executed notebooks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

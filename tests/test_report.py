@@ -1,0 +1,98 @@
+"""Generated numbers: parsed back from printed verdicts, and the committed files agree with them."""
+import contextlib
+import io
+import json
+
+import nbformat
+import pytest
+
+from dlgn_lib import report, verdict
+
+
+def executed(*printed: str, **metadata):
+    """A notebook whose cells printed ``printed`` (one cell each)."""
+    nb = nbformat.v4.new_notebook(metadata=metadata)
+    for text in printed:
+        cell = nbformat.v4.new_code_cell("print(...)")
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+        nb.cells.append(cell)
+    return nb
+
+
+def printed_verdict(claim, checks, profile="quick"):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        verdict.verdict(claim, checks, profile)
+    return out.getvalue()
+
+
+def test_verdicts_are_read_back_exactly_as_verdict_printed_them():
+    first = [verdict.check("max |path sum - forward|", 2.8e-14, "<=", 1e-10),
+             verdict.check("DLGN - DLN (a = b)", 0.153, ">=", 0.05)]
+    second = [verdict.check("ratio", 0.667, "<=", 0.5)]
+    history = "notebook 05: earlier verdicts\n  earlier: C5 [quick]: SUPPORTED (3 of 3 checks pass)\n"
+    nb = executed(printed_verdict("C1", first), "other output\n", printed_verdict("C5", second, "full"), history)
+    found = report.verdicts_of(nb)
+    assert [(v.claim, v.profile, v.supported, v.n_pass, v.n_checks) for v in found] == \
+        [("C1", "quick", True, 2, 2), ("C5", "full", False, 0, 1)]
+    assert [(c.name, float(c.value), c.op, float(c.threshold), c.passed) for c in found[0].checks] == \
+        [(c.name, c.value, c.op, c.threshold, True) for c in first]
+    assert found[1].short() == "**NOT SUPPORTED**, 0 of 1"
+
+
+def test_a_verdict_line_without_its_checks_is_an_error():
+    with pytest.raises(ValueError, match="3 checks announced, 0 printed"):
+        report.verdicts_of(executed("VERDICT C2 [quick]: SUPPORTED (3 of 3 checks pass)\n"))
+
+
+def test_seconds_come_from_papermill_or_from_the_cell_timings():
+    assert report.seconds_of(executed(papermill={"duration": 12.5})) == 12.5
+    nb = executed("a\n", "b\n")
+    nb.cells[0].metadata["execution"] = {"iopub.execute_input": "2026-01-01T00:00:00.000000Z",
+                                         "shell.execute_reply": "2026-01-01T00:00:01.500000Z"}
+    nb.cells[1].metadata["execution"] = {"iopub.execute_input": "2026-01-01T00:01:00Z",
+                                         "shell.execute_reply": "2026-01-01T00:01:02.25Z"}
+    assert report.seconds_of(nb) == pytest.approx(3.75)
+
+
+def test_record_keeps_notes_and_refuses_a_run_that_was_not_full(tmp_path):
+    folder, record = tmp_path / "full", tmp_path / "record.json"
+    folder.mkdir()
+    good = executed(printed_verdict("C3", [verdict.check("disagreements", 0, "<=", 0)], "full"),
+                    papermill={"duration": 217.4, "parameters": {"PROFILE": "full"}})
+    nbformat.write(good, folder / "03_regions.ipynb")
+    record.write_text(json.dumps({"notebooks": {"03": {"note": "empty run cache"}}}))
+    entry = report.record_full(folder, record)["notebooks"]["03"]
+    assert (entry["seconds"], entry["note"], entry["verdicts"][0]["n_pass"]) == (217, "empty run cache", 1)
+    quick = executed(papermill={"duration": 1.0, "parameters": {"PROFILE": "quick"}})
+    nbformat.write(quick, folder / "03_regions.ipynb")
+    with pytest.raises(ValueError, match="not PROFILE='full'"):
+        report.record_full(folder, record)
+    with pytest.raises(FileNotFoundError, match="no executed notebooks"):
+        report.record_full(tmp_path / "empty", record)
+
+
+def test_a_block_is_replaced_between_its_markers_only():
+    text = "before\n<!-- report:x -->\nold\n<!-- /report:x -->\nafter\n"
+    assert report._replace_block(text, "x", "new", "f") == "before\n<!-- report:x -->\nnew\n<!-- /report:x -->\nafter\n"
+    with pytest.raises(ValueError, match="needs exactly one"):
+        report._replace_block("no markers", "x", "new", "f")
+
+
+def test_the_readme_course_guide_and_results_cells_agree_with_the_committed_outputs():
+    """Fails when a notebook was re-executed (or the full record refreshed) without
+    `python -m dlgn_lib.report write`, or when someone edited a generated number by hand."""
+    assert report.stale() == [], "run: python -m dlgn_lib.report write"
+
+
+def test_every_claim_and_notebook_is_in_the_generated_tables():
+    data = report.measured()
+    claims, times = report.claims_table(data), report.times_table(data, live=True)
+    for claim, _, notebooks in report.CLAIMS:
+        assert f"| {claim} |" in claims
+    for m in data.values():
+        assert f"notebooks/{m.name}.ipynb" in claims and m.name.replace("_", " ", 1) in times
+    failing = [v for m in data.values() for v in m.quick if not v.supported]
+    for v in failing:   # a NOT SUPPORTED verdict shows the check that fails, with its number
+        bad = next(c for c in v.checks if not c.passed)
+        assert f"{bad.name} = {bad.value}".replace("|", "\\|") in claims
