@@ -46,8 +46,9 @@ from .losses import loss_gradient, task_loss, task_metric
 from .train import (SPLITS, Run, _batches, eval_splits, history_and_meta, load_dataset, loss_margin,
                     make_model, quiet)
 
-#: The kinds this trainer handles (the fully connected ones).
-FUSED_KINDS = models.MODEL_KINDS
+#: The kinds this trainer handles: the fully connected ones whose registry entry says ``fused``
+#: (their models are ``DLGN``, ``ReLUNet`` or ``DeepLinearNet``; ``models.KINDS``).
+FUSED_KINDS = tuple(key for key, kind in models.KINDS.items() if kind.fused)
 #: Evaluation and training go through the inputs in chunks of rows whose gate tensors
 #: (S × rows × Σm floats) take about this many bytes, so that the working set stays in a core's
 #: cache and temporaries are reused rather than freshly mapped (training sums the gradients of
@@ -456,8 +457,10 @@ def train_seeds(configs, *, device=None, progress: bool | None = None,
     check_same_but_seed(configs)
     config, n_seeds = configs[0], len(configs)
     if config.model.kind not in FUSED_KINDS:
-        raise ValueError(f"model kind {config.model.kind!r} is not fully connected; the fused trainer "
-                         f"handles {list(FUSED_KINDS)} (conv kinds train through dlgn_lib.batched)")
+        what = ("not fully connected" if config.model.kind not in models.MODEL_KINDS
+                else "not marked fused in models.KINDS")
+        raise ValueError(f"model kind {config.model.kind!r} is {what}; the fused trainer handles "
+                         f"{list(FUSED_KINDS)} (other kinds train through dlgn_lib.batched or train)")
     device = torch.device(device) if device is not None else models.default_device()
     ds = dataset if dataset is not None else load_dataset(config.data)
     with _flushed_denormals() if device.type == "cpu" else contextlib.nullcontext(), torch.no_grad():

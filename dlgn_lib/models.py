@@ -13,18 +13,35 @@ kernels (``dlgn_lib.kernels``) need no special cases:
 
 Output shape is always (N, out_dim); binary and regression models have out_dim = 1.
 
+Model kinds live in one registry, ``KINDS``: key → :class:`ModelKind` (display name, plot colour,
+builder of the fully connected model, builder of its conv variant if it has one, and whether the
+fused trainer knows its class). Everything else is derived from it: ``MODEL_KINDS``,
+``CONV_KINDS``, ``RUN_KINDS`` ("<key>" and "conv_<key>"), ``dlgn_lib.plots.MODEL_NAMES`` and
+``MODEL_COLORS``, ``build_model`` / ``build_conv_model`` / ``build_run_model`` (the trainers'
+dispatch) and ``dlgn_lib.fused.FUSED_KINDS``.
+
+To add a model kind, add one ``ModelKind`` entry to ``KINDS`` below (its position sets its place
+in ``MODEL_KINDS``): a key that does not start with "conv_", a name and a colour no other kind
+uses, ``build(in_dim, widths, out_dim, **options)``, optionally ``conv(in_channels, channels,
+n_classes, **options)`` (which adds the run kind "conv_<key>"), and ``fused=True`` only if
+``build`` returns a ``DLGN``, ``ReLUNet`` or ``DeepLinearNet`` (the classes whose backward
+``dlgn_lib.fused`` writes out; other kinds train through ``dlgn_lib.train`` / ``batched``).
+The registry is read-only at run time: the derived tuples are computed once, at import.
+``tests/test_models.py`` checks every entry (it builds, its name and colour are its own).
+
 Reference: Yadav, Ramaswamy, Lakshminarayanan, *Half-Space Feature Learning in Neural Networks*,
 arXiv 2404.04312 (2024). Conventions are ours (SPEC §1) and recorded with every run.
 """
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Callable, Mapping, Sequence
 
 import torch
 from torch import nn
 
-MODEL_KINDS = ("dln", "relu", "dlgn", "dlgn_sf", "dlgn_frozen")
 VALUE_INPUTS = ("ones", "x")
 GATE_MODES = ("soft", "hard")
 #: Initialisation conventions. "group" (the default): the authors' public code (PyTorch's default
@@ -302,29 +319,7 @@ class DeepLinearNet(GatedNet):
         return self.head(h)
 
 
-def build_model(kind: str, in_dim: int, widths: Sequence[int], out_dim: int = 1, **options) -> GatedNet:
-    """Make a fully connected model by name (SPEC §1); images are used flattened.
-
-    Args:
-        kind: one of ``MODEL_KINDS``: "dln", "relu", "dlgn", "dlgn_sf", "dlgn_frozen".
-        options: passed to the class (``beta``, ``gate_bias``, ``value_input`` for DLGNs;
-            ``bias`` for ReLU). Options that a kind does not have are an error.
-    """
-    _check_choice("kind", kind, MODEL_KINDS)
-    if kind == "dln":
-        return DeepLinearNet(in_dim, widths, out_dim, **options)
-    if kind == "relu":
-        return ReLUNet(in_dim, widths, out_dim, **options)
-    return DLGN(in_dim, widths, out_dim, shallow=(kind == "dlgn_sf"),
-                frozen_gates=(kind == "dlgn_frozen"), **options)
-
-
 # --------------------------------------------------------------------------- conv models (CIFAR)
-
-CONV_KINDS = ("relu", "dlgn", "dlgn_frozen")
-#: Every kind a run config may name: the fully connected kinds, and "conv_<kind>" for conv nets.
-RUN_KINDS = MODEL_KINDS + tuple(f"conv_{k}" for k in CONV_KINDS)
-
 
 class ConvDLGN(nn.Module):
     """Convolutional DLGN (SPEC §1 image models).
@@ -383,10 +378,120 @@ class ConvReLU(nn.Module):
         return self.head(h.mean(dim=(2, 3)))
 
 
+# --------------------------------------------------------------------------- the registry of kinds
+
+#: A run kind "conv_<key>" names the conv variant of the fully connected kind <key>.
+CONV_PREFIX = "conv_"
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """One model kind: everything the library needs to know about it, in one place.
+
+    Attributes:
+        key: the kind's name in configs and tables ("dlgn"); never starts with ``CONV_PREFIX``.
+        name: display name in figures and tables ("DLGN"); its conv variant is "conv <name>".
+        color: matplotlib colour, the same in every notebook (the conv variant shares it).
+        build: ``build(in_dim, widths, out_dim=1, **options)`` → the fully connected model.
+        conv: ``conv(in_channels, channels, n_classes, **options)`` → the conv variant, or None
+            when the kind has none (then there is no run kind "conv_<key>").
+        fused: ``build`` returns a ``DLGN``, ``ReLUNet`` or ``DeepLinearNet``, whose training
+            ``dlgn_lib.fused`` writes out; other kinds train through autograd.
+    """
+
+    key: str
+    name: str
+    color: str
+    build: Callable[..., GatedNet]
+    conv: Callable[..., nn.Module] | None = None
+    fused: bool = False
+
+    @property
+    def conv_key(self) -> str | None:
+        """The run kind of the conv variant ("conv_dlgn"), or None."""
+        return None if self.conv is None else CONV_PREFIX + self.key
+
+
+def _dlgn_builder(shallow: bool = False, frozen_gates: bool = False) -> Callable[..., DLGN]:
+    def build(in_dim: int, widths: Sequence[int], out_dim: int = 1, **options) -> DLGN:
+        return DLGN(in_dim, widths, out_dim, shallow=shallow, frozen_gates=frozen_gates, **options)
+    return build
+
+
+def _conv_dlgn_builder(frozen_gates: bool = False) -> Callable[..., ConvDLGN]:
+    def build(in_channels: int, channels: Sequence[int], n_classes: int, **options) -> ConvDLGN:
+        return ConvDLGN(in_channels, channels, n_classes, frozen_gates=frozen_gates, **options)
+    return build
+
+
+#: Every model kind, by key, in the order of ``MODEL_KINDS`` (read-only; see the module docstring
+#: for adding a kind).
+KINDS: Mapping[str, ModelKind] = MappingProxyType({kind.key: kind for kind in (
+    ModelKind("dln", "DLN", "#7f7f7f", DeepLinearNet, fused=True),
+    ModelKind("relu", "ReLU", "#d62728", ReLUNet, conv=ConvReLU, fused=True),
+    ModelKind("dlgn", "DLGN", "#1f77b4", _dlgn_builder(), conv=_conv_dlgn_builder(), fused=True),
+    ModelKind("dlgn_sf", "DLGN-SF", "#17becf", _dlgn_builder(shallow=True), fused=True),
+    ModelKind("dlgn_frozen", "frozen-gate DLGN", "#ff7f0e", _dlgn_builder(frozen_gates=True),
+              conv=_conv_dlgn_builder(frozen_gates=True), fused=True),
+)})
+
+#: The fully connected kinds (the keys of ``KINDS``).
+MODEL_KINDS = tuple(KINDS)
+#: The kinds with a conv variant (``build_conv_model``'s choices).
+CONV_KINDS = tuple(key for key, kind in KINDS.items() if kind.conv is not None)
+#: Every kind a run config may name: the fully connected kinds, and "conv_<kind>" for conv nets.
+RUN_KINDS = MODEL_KINDS + tuple(CONV_PREFIX + key for key in CONV_KINDS)
+
+
+def run_kind(kind: str) -> tuple[ModelKind, bool]:
+    """The registry entry of a run kind (``RUN_KINDS``) and whether it names the conv variant:
+    ``run_kind("conv_dlgn") == (KINDS["dlgn"], True)``."""
+    _check_choice("kind", kind, RUN_KINDS)
+    if kind in KINDS:
+        return KINDS[kind], False
+    return KINDS[kind[len(CONV_PREFIX):]], True
+
+
+def kind_name(kind: str) -> str:
+    """Display name of a run kind: "DLGN", "conv DLGN", …"""
+    entry, conv = run_kind(kind)
+    return f"conv {entry.name}" if conv else entry.name
+
+
+def kind_color(kind: str) -> str:
+    """Plot colour of a run kind (a conv variant shares its fully connected kind's colour)."""
+    return run_kind(kind)[0].color
+
+
+def build_model(kind: str, in_dim: int, widths: Sequence[int], out_dim: int = 1, **options) -> GatedNet:
+    """Make a fully connected model by name (SPEC §1); images are used flattened.
+
+    Args:
+        kind: one of ``MODEL_KINDS`` (the keys of ``KINDS``): "dln", "relu", "dlgn", "dlgn_sf",
+            "dlgn_frozen".
+        options: passed to the class (``beta``, ``gate_bias``, ``value_input`` for DLGNs;
+            ``bias`` for ReLU). Options that a kind does not have are an error.
+    """
+    _check_choice("kind", kind, MODEL_KINDS)
+    return KINDS[kind].build(in_dim, widths, out_dim, **options)
+
+
 def build_conv_model(kind: str, in_channels: int = 3, channels: Sequence[int] = (128,) * 5,
                      n_classes: int = 10, **options) -> nn.Module:
-    """Make a conv model by name: "relu", "dlgn" or "dlgn_frozen" (5 layers is the reference size)."""
+    """Make a conv model by name: one of ``CONV_KINDS``, "relu", "dlgn" or "dlgn_frozen" (5 layers
+    is the reference size)."""
     _check_choice("kind", kind, CONV_KINDS)
-    if kind == "relu":
-        return ConvReLU(in_channels, channels, n_classes, **options)
-    return ConvDLGN(in_channels, channels, n_classes, frozen_gates=(kind == "dlgn_frozen"), **options)
+    return KINDS[kind].conv(in_channels, channels, n_classes, **options)
+
+
+def build_run_model(kind: str, input_shape: Sequence[int], widths: Sequence[int], out_dim: int = 1,
+                    **options) -> nn.Module:
+    """The model of a run kind (``RUN_KINDS``) for inputs of shape ``input_shape`` (one sample).
+
+    Fully connected kinds read flattened inputs (``in_dim`` = the product of ``input_shape``);
+    "conv_<kind>" reads images (C, H, W), ``widths`` being the channels of each layer.
+    """
+    entry, conv = run_kind(kind)
+    if conv:
+        return entry.conv(int(input_shape[0]), widths, out_dim, **options)
+    return entry.build(math.prod(input_shape), widths, out_dim, **options)

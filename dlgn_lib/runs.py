@@ -134,9 +134,10 @@ def _cached(config: RunConfig, say) -> Run | None:
 def train_group(configs: list[RunConfig], *, device=None, progress: bool | None = None) -> list[Run]:
     """Train configs that differ only in seed, with the fastest engine that fits (SPEC §6).
 
-    Fully connected kinds: ``fused.train_seeds`` (all seeds in one fused pass, one seed included).
-    Conv kinds: ``batched.train_seeds`` (vmap over seeds) for two or more seeds with the default
-    epochs, else ``train.train`` one by one.
+    Kinds marked ``fused`` in ``models.KINDS`` (every fully connected kind; ``fused.FUSED_KINDS``):
+    ``fused.train_seeds`` (all seeds in one fused pass, one seed included). Other kinds (the conv
+    ones): ``batched.train_seeds`` (vmap over seeds) for two or more seeds with the default epochs,
+    else ``train.train`` one by one.
     """
     if not configs:
         return []

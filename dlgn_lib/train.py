@@ -40,16 +40,15 @@ def load_dataset(spec) -> data.Dataset:
 def make_model(config: RunConfig, dataset: data.Dataset) -> torch.nn.Module:
     """The untrained model of a config, initialised from ``config.seed`` (global RNG untouched).
 
-    Fully connected kinds read flattened inputs; "conv_<kind>" builds ``models.build_conv_model``
-    for image inputs (N, C, H, W), its widths being the channels of each layer.
+    The kind is looked up in ``models.KINDS`` (``models.build_run_model``): fully connected kinds
+    read flattened inputs; "conv_<kind>" builds the kind's conv variant for image inputs
+    (N, C, H, W), its widths being the channels of each layer.
     """
-    kind, widths, options = config.model.kind, config.model.widths, config.model.kwargs()
+    model = config.model
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        if kind.startswith("conv_"):
-            return models.build_conv_model(kind[len("conv_"):], dataset.x_train.shape[1], widths,
-                                           dataset.out_dim, **options)
-        return models.build_model(kind, dataset.in_dim, widths, dataset.out_dim, **options)
+        return models.build_run_model(model.kind, dataset.x_train.shape[1:], model.widths, dataset.out_dim,
+                                      **model.kwargs())
 
 
 def loss_margin(config: RunConfig) -> float:

@@ -195,3 +195,96 @@ def test_run_configs_record_the_convention_and_hash_apart():
     assert "convention" not in C.ModelSpec.make("conv_dlgn", (4,)).kwargs()
     with pytest.raises(ValueError, match="convention"):
         models.build_model("relu", 2, (3,), convention="xavier")
+
+
+# --------------------------------------------------------------------------- the registry of kinds
+
+#: The names and colours the notebooks print and plot with, as they were before the registry:
+#: the registry must reproduce them exactly (a change here changes committed notebook outputs).
+EXPECTED_NAMES = {"dln": "DLN", "relu": "ReLU", "dlgn": "DLGN", "dlgn_sf": "DLGN-SF",
+                  "dlgn_frozen": "frozen-gate DLGN", "conv_relu": "conv ReLU", "conv_dlgn": "conv DLGN",
+                  "conv_dlgn_frozen": "conv frozen-gate DLGN"}
+EXPECTED_COLORS = {"dln": "#7f7f7f", "relu": "#d62728", "dlgn": "#1f77b4", "dlgn_sf": "#17becf",
+                   "dlgn_frozen": "#ff7f0e", "conv_relu": "#d62728", "conv_dlgn": "#1f77b4",
+                   "conv_dlgn_frozen": "#ff7f0e"}
+
+
+def test_derived_kind_tuples_keep_their_values_and_order():
+    assert models.MODEL_KINDS == ("dln", "relu", "dlgn", "dlgn_sf", "dlgn_frozen") == tuple(models.KINDS)
+    assert models.CONV_KINDS == ("relu", "dlgn", "dlgn_frozen")
+    assert models.RUN_KINDS == models.MODEL_KINDS + ("conv_relu", "conv_dlgn", "conv_dlgn_frozen")
+
+
+@pytest.mark.parametrize("key", list(models.KINDS))
+def test_every_kind_builds_and_is_complete(key):
+    kind = models.KINDS[key]
+    assert kind.key == key and not key.startswith(models.CONV_PREFIX)
+    assert kind.name and kind.color.startswith("#") and len(kind.color) == 7
+    torch.manual_seed(0)
+    model = models.build_model(key, 3, (4, 2), out_dim=2)
+    assert isinstance(model, models.GatedNet) and model.widths == (4, 2)
+    assert model(torch.randn(5, 3)).shape == (5, 2)
+    if kind.fused:   # the classes whose training dlgn_lib.fused writes out
+        assert type(model) in (models.DLGN, models.ReLUNet, models.DeepLinearNet)
+    if kind.conv is not None:
+        conv = models.build_conv_model(key, 3, (4, 4), n_classes=7)
+        assert conv(torch.randn(2, 3, 6, 6)).shape == (2, 7)
+        assert kind.conv_key == f"conv_{key}" and kind.conv_key in models.RUN_KINDS
+    else:
+        assert kind.conv_key is None and f"conv_{key}" not in models.RUN_KINDS
+
+
+def test_names_and_colours_are_distinct():
+    kinds = models.KINDS.values()
+    assert len({k.name for k in kinds}) == len(models.KINDS)
+    assert len({k.color.lower() for k in kinds}) == len(models.KINDS)
+
+
+def test_conv_variants_map_to_their_fully_connected_kind():
+    for run_kind in models.RUN_KINDS:
+        entry, conv = models.run_kind(run_kind)
+        assert conv == run_kind.startswith(models.CONV_PREFIX)
+        assert (entry.conv_key if conv else entry.key) == run_kind
+        assert models.kind_color(run_kind) == entry.color
+        assert models.kind_name(run_kind) == (f"conv {entry.name}" if conv else entry.name)
+    with pytest.raises(ValueError, match="kind"):
+        models.run_kind("conv_dlgn_sf")   # DLGN-SF has no conv variant
+
+
+def test_registry_variants_keep_their_flags():
+    assert not models.build_model("dlgn", 2, (3,)).shallow
+    assert models.build_model("dlgn_sf", 2, (3,)).shallow
+    assert models.build_model("dlgn_frozen", 2, (3,)).frozen_gates
+    assert models.build_conv_model("dlgn_frozen", 3, (4,)).frozen_gates
+    assert not models.build_conv_model("dlgn", 3, (4,)).frozen_gates
+    with pytest.raises(TypeError):   # a kind's own flags cannot be overridden by options
+        models.build_model("dlgn", 2, (3,), shallow=True)
+
+
+def test_build_run_model_dispatches_on_the_run_kind():
+    torch.manual_seed(0)
+    fc = models.build_run_model("dlgn", (1, 4, 4), (3,), 10)
+    assert isinstance(fc, models.DLGN) and fc.in_dim == 16 and fc.out_dim == 10
+    conv = models.build_run_model("conv_relu", (1, 4, 4), (3,), 10)
+    assert isinstance(conv, models.ConvReLU) and conv(torch.randn(2, 1, 4, 4)).shape == (2, 10)
+
+
+def test_registry_is_read_only():
+    with pytest.raises(TypeError):
+        models.KINDS["new"] = models.KINDS["dlgn"]
+
+
+def test_plot_names_and_colours_come_from_the_registry_with_todays_values():
+    from dlgn_lib import plots
+    assert dict(plots.MODEL_NAMES) == EXPECTED_NAMES and list(plots.MODEL_NAMES) == list(models.RUN_KINDS)
+    assert dict(plots.MODEL_COLORS) == EXPECTED_COLORS and list(plots.MODEL_COLORS) == list(models.RUN_KINDS)
+    assert dict(plots.MODEL_NAMES) == {k: models.kind_name(k) for k in models.RUN_KINDS}
+    assert dict(plots.MODEL_COLORS) == {k: models.kind_color(k) for k in models.RUN_KINDS}
+    with pytest.raises(TypeError):
+        plots.MODEL_NAMES["dlgn"] = "changed"
+
+
+def test_trainers_dispatch_from_the_registry():
+    from dlgn_lib import fused
+    assert fused.FUSED_KINDS == tuple(k for k, kind in models.KINDS.items() if kind.fused)
+    assert fused.FUSED_KINDS == models.MODEL_KINDS   # every fully connected kind trains fused today

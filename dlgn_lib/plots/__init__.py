@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from types import MappingProxyType
 
 import matplotlib
 
@@ -15,7 +16,7 @@ if not os.environ.get("MPLBACKEND") and "ipykernel" not in sys.modules:
     matplotlib.use("Agg")  # headless outside Jupyter; inside a kernel the inline backend stays
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .. import locations  # noqa: E402
+from .. import locations, models  # noqa: E402
 
 STYLE = {
     "figure.dpi": 100, "savefig.dpi": 150, "savefig.bbox": "tight",
@@ -23,14 +24,11 @@ STYLE = {
     "axes.spines.top": False, "axes.spines.right": False, "axes.grid": False,
     "image.cmap": "viridis", "svg.hashsalt": "dlgn", "pdf.compression": 6,
 }
-#: One colour per model kind, the same in every notebook.
-MODEL_COLORS = {"dln": "#7f7f7f", "relu": "#d62728", "dlgn": "#1f77b4", "dlgn_sf": "#17becf",
-                "dlgn_frozen": "#ff7f0e"}
-MODEL_NAMES = {"dln": "DLN", "relu": "ReLU", "dlgn": "DLGN", "dlgn_sf": "DLGN-SF",
-               "dlgn_frozen": "frozen-gate DLGN"}
-# conv versions (models.RUN_KINDS "conv_<kind>"): same colours, names prefixed "conv"
-MODEL_COLORS.update({f"conv_{k}": MODEL_COLORS[k] for k in ("relu", "dlgn", "dlgn_frozen")})
-MODEL_NAMES.update({f"conv_{k}": f"conv {MODEL_NAMES[k]}" for k in ("relu", "dlgn", "dlgn_frozen")})
+#: One colour per run kind (``models.RUN_KINDS``), the same in every notebook: a read-only view
+#: of the registry ``models.KINDS`` (conv variants share their fully connected kind's colour).
+MODEL_COLORS = MappingProxyType({kind: models.kind_color(kind) for kind in models.RUN_KINDS})
+#: Display name of each run kind, from ``models.KINDS`` (conv variants: "conv <name>"); read-only.
+MODEL_NAMES = MappingProxyType({kind: models.kind_name(kind) for kind in models.RUN_KINDS})
 
 
 def use_style() -> None:
