@@ -1,0 +1,106 @@
+"""Notebooks 00–03 (the plane): path sums, top paths, the midway comparison, bent neurons.
+
+What the notebooks that train small networks on 2-D sets measure and show, beyond the general
+tools of ``dlgn_lib.paths`` and ``dlgn_lib.plots``:
+
+* 01: ``max_path_sum_error`` (the explicit path sum against the forward pass), ``path_sum_errors``
+  (that error over every snapshot of runs, as a table), ``top_path_regions`` (the slider's panel);
+* 02: ``model_spec`` (the five models at matched widths), ``dataset_label``, ``gap_table``;
+* 03: ``bent_share`` (how many neurons per layer bend), ``partitions_at`` (the slider's panel).
+"""
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from .. import config, paths
+
+# --------------------------------------------------------------------------- 01: paths
+
+
+def max_path_sum_error(model, x: torch.Tensor, hard: bool, dtype=torch.float64) -> float:
+    """Largest |explicit path sum − forward pass| of ``model`` at inputs ``x``, both in ``dtype``
+    (the model is converted in place)."""
+    model = model.to(dtype)
+    x = x.to(dtype)
+    with torch.no_grad():
+        return (paths.path_sum(model, x, hard=hard) - model(x, hard=hard)).abs().max().item()
+
+
+def path_sum_errors(runs: dict, x: torch.Tensor) -> pd.DataFrame:
+    """Per run (``name → run``) and gate mode (soft and hard for runs whose name starts with
+    "DLGN", hard only otherwise): the largest float64 error over every saved epoch, and the final
+    model's float32 error (columns ``model``, ``gates``, ``epochs checked``, ``max error float64``,
+    ``max error float32 (final)``)."""
+    rows = []
+    for name, run in runs.items():
+        for hard in ([False, True] if name.startswith("DLGN") else [True]):
+            errors64 = [max_path_sum_error(run.model_at(e), x, hard) for e in run.epochs]
+            error32 = max_path_sum_error(run.model_at(), x, hard, torch.float32)
+            rows.append({"model": name, "gates": "hard" if hard else "soft", "epochs checked": len(run.epochs),
+                         "max error float64": max(errors64), "max error float32 (final)": error32})
+    return pd.DataFrame(rows)
+
+
+def top_path_regions(run, epoch, n: int = 8):
+    """The ``n`` largest paths of ``run``'s model at ``epoch`` (float64), with their regions."""
+    from ..plots import regions as region_plots
+    model = run.model_at(epoch).double()
+    top = paths.top_paths(model, n)
+    return region_plots.path_regions(model, [p for p, _ in top], run.dataset(), scores=[s for _, s in top])
+
+
+# --------------------------------------------------------------------------- 02: midway
+
+
+def model_spec(kind: str, widths) -> config.ModelSpec:
+    """Notebook 02's model of ``kind`` at ``widths``: the DLGN variants with gate biases."""
+    gate_options = {} if kind in ("dln", "relu") else {"gate_bias": True}
+    return config.ModelSpec.make(kind, widths, **gate_options)
+
+
+def dataset_label(run, odt_label: str) -> str:
+    """A plane run's set name ("moons"); ``odt_label`` for any other data."""
+    params = dict(run.config.data.params)
+    return params["name"] if run.config.data.name == "plane" else odt_label
+
+
+#: The gaps of notebook 02: column name → (model, model subtracted).
+GAPS = {"DLGN − DLN": ("dlgn", "dln"), "DLGN − ReLU": ("dlgn", "relu"),
+        "DLGN − frozen-gate": ("dlgn", "dlgn_frozen"), "DLGN-SF − DLGN": ("dlgn_sf", "dlgn")}
+
+
+def gap_table(table: pd.DataFrame, rows, names: dict) -> pd.DataFrame:
+    """Differences of mean accuracies (``GAPS``) per row of an ``accuracy_table``; ``names`` maps a
+    model kind to its column ("dlgn" → "DLGN")."""
+    from .. import tables
+
+    def mean(row, kind):
+        return tables.cell(table, row, names[kind])
+    return pd.DataFrame({gap: [mean(r, a) - mean(r, b) for r in rows] for gap, (a, b) in GAPS.items()},
+                        index=list(rows))
+
+
+# --------------------------------------------------------------------------- 03: regions
+
+
+def bent_share(model, x: torch.Tensor, degrees: float = 1.0) -> list[float]:
+    """Per layer, the share (rounded to 3 digits) of neurons whose local hyperplane direction
+    (``paths.local_hyperplanes``) turns by more than ``degrees`` over the inputs ``x``: the largest
+    angle between a neuron's unit direction at an input and its mean unit direction."""
+    shares = []
+    for A, _ in paths.local_hyperplanes(model, x):
+        unit = A / A.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        cos_to_mean = (unit * unit.mean(0, keepdim=True)).sum(-1) / unit.mean(0).norm(dim=-1).clamp_min(1e-12)
+        spread = torch.rad2deg(torch.arccos(cos_to_mean.clamp(-1, 1))).amax(0)
+        shares.append(round((spread > degrees).double().mean().item(), 3))
+    return shares
+
+
+def partitions_at(runs, epoch, resolution: int = 200):
+    """The slider's panel of notebook 03: both runs' (DLGN, ReLU) gate-pattern partitions at
+    ``epoch``, in float64."""
+    from ..plots import regions as region_plots
+    a, b = runs
+    return region_plots.partition_comparison(a.model_at(epoch).double(), b.model_at(epoch).double(),
+                                             a.dataset(), resolution=resolution)

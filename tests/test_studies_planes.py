@@ -1,0 +1,135 @@
+"""dlgn_lib.studies.planes against hand-known cases and brute-force loops (notebooks 01–03)."""
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from dlgn_lib import config, models, paths, tables
+from dlgn_lib.studies import planes
+
+
+class OffsetDLGN(models.DLGN):
+    """A DLGN whose forward pass is off by a known constant; its path sum is not."""
+    offset = 0.0
+
+    def forward(self, x, hard=False):
+        return super().forward(x, hard=hard) + self.offset
+
+
+def offset_dlgn(offset, seed=0):
+    torch.manual_seed(seed)
+    model = OffsetDLGN(2, (3, 2), 1, gate_bias=True).double()
+    model.offset = offset
+    return model
+
+
+class FakeRun:
+    """A run whose snapshot at epoch e is a DLGN whose forward pass is off by e / 1000."""
+    epochs = [0, 1, 4]
+
+    def model_at(self, epoch=None):
+        return offset_dlgn((self.epochs[-1] if epoch is None else epoch) / 1000)
+
+
+def test_max_path_sum_error_is_the_known_offset_of_the_forward_pass():
+    x = torch.randn(50, 2, dtype=torch.float64)
+    assert planes.max_path_sum_error(offset_dlgn(0.0), x, hard=True) < 1e-12
+    for offset in (0.25, -0.5):
+        for hard in (False, True):
+            assert planes.max_path_sum_error(offset_dlgn(offset), x, hard) == pytest.approx(abs(offset), abs=1e-12)
+
+
+def test_max_path_sum_error_in_float32_is_rounding_and_above_float64():
+    x = torch.randn(200, 2, dtype=torch.float64)
+    err64 = planes.max_path_sum_error(offset_dlgn(0.0), x, True)
+    err32 = planes.max_path_sum_error(offset_dlgn(0.0), x, True, torch.float32)
+    assert err64 < 1e-13 < err32 < 1e-4
+
+
+def test_path_sum_errors_takes_the_largest_error_over_epochs_and_both_gate_modes_for_dlgns():
+    x = torch.randn(30, 2, dtype=torch.float64)
+    table = planes.path_sum_errors({"DLGN a": FakeRun(), "ReLU b": FakeRun()}, x)
+    assert list(zip(table["model"], table["gates"])) == [("DLGN a", "soft"), ("DLGN a", "hard"), ("ReLU b", "hard")]
+    assert (table["epochs checked"] == 3).all()
+    np.testing.assert_allclose(table["max error float64"], 0.004, atol=1e-12)   # the largest offset, epoch 4
+    np.testing.assert_allclose(table["max error float32 (final)"], 0.004, atol=1e-6)
+
+
+def hand_relu():
+    """Input (x1, x2); layer 1 = identity (units x1, x2); layer 2 units: x1 + x2 and 2 x1; no biases."""
+    model = models.ReLUNet(2, (2, 2), 1, bias=False).double()
+    with torch.no_grad():
+        model.layers[0].weight.copy_(torch.eye(2, dtype=torch.float64))
+        model.layers[1].weight.copy_(torch.tensor([[1.0, 1.0], [2.0, 0.0]], dtype=torch.float64))
+    return model
+
+
+def brute_force_spread(directions):
+    """Largest angle (degrees) between each direction and the mean of the unit directions."""
+    units = [np.asarray(d, float) / np.linalg.norm(d) for d in directions]
+    mean = np.mean(units, axis=0)
+    return max(math.degrees(math.acos(min(1.0, float(u @ mean) / np.linalg.norm(mean)))) for u in units)
+
+
+def test_bent_share_of_a_hand_built_relu_net():
+    # x1 > 0 everywhere; x2 > 0 at the first two inputs, < 0 at the last two
+    x = torch.tensor([[1.0, 0.5], [2.0, 1.0], [0.5, -1.0], [1.0, -2.0]], dtype=torch.float64)
+    # layer-2 unit 0 has local hyperplane (1, 1) where x2 > 0 and (1, 0) where x2 < 0; unit 1 always (2, 0)
+    spread = brute_force_spread([(1, 1), (1, 1), (1, 0), (1, 0)])
+    assert spread == pytest.approx(22.5)
+    assert planes.bent_share(hand_relu(), x) == [0.0, 0.5]
+    assert planes.bent_share(hand_relu(), x, degrees=spread + 0.1) == [0.0, 0.0]
+    assert planes.bent_share(hand_relu(), x, degrees=spread - 0.1) == [0.0, 0.5]
+
+
+def test_no_dlgn_neuron_bends():
+    torch.manual_seed(1)
+    model = models.DLGN(2, (5, 4, 3), 1, gate_bias=True).double()
+    x = 3 * torch.randn(300, 2, dtype=torch.float64)
+    assert planes.bent_share(model, x, degrees=1e-3) == [0.0, 0.0, 0.0]   # arccos near 1: ~1e-6 degrees of rounding
+
+
+@pytest.mark.parametrize("kind", ["dln", "dlgn_frozen", "dlgn", "dlgn_sf", "relu"])
+def test_model_spec_gives_gate_biases_to_the_dlgn_variants_only(kind):
+    expected = (config.ModelSpec.make(kind, (4, 4)) if kind in ("dln", "relu")
+                else config.ModelSpec.make(kind, (4, 4), gate_bias=True))
+    assert planes.model_spec(kind, (4, 4)) == expected
+
+
+def test_dataset_label():
+    plane = SimpleNamespace(config=SimpleNamespace(data=config.DataSpec.make("plane", name="xor", n=100, seed=0)))
+    other = SimpleNamespace(config=SimpleNamespace(data=SimpleNamespace(name="odt", params=())))
+    assert planes.dataset_label(plane, "SD") == "xor" and planes.dataset_label(other, "SD") == "SD"
+
+
+def test_gap_table_subtracts_the_mean_accuracies():
+    def run(row, kind, accuracy):
+        return SimpleNamespace(row=row, kind=kind, meta={"test_metric_at_best": accuracy})
+    accuracies = {"a": {"dln": [0.5, 0.7], "dlgn": [0.9, 0.9], "dlgn_frozen": [0.8], "dlgn_sf": [1.0], "relu": [0.95]},
+                  "b": {"dln": [0.4], "dlgn": [0.6], "dlgn_frozen": [0.6], "dlgn_sf": [0.5], "relu": [0.9]}}
+    runs = [run(r, k, a) for r, by_kind in accuracies.items() for k, values in by_kind.items() for a in values]
+    names = {k: k.upper() for k in ("dln", "dlgn", "dlgn_frozen", "dlgn_sf", "relu")}
+    table = tables.accuracy_table(runs, lambda r: r.row, lambda r: names[r.kind])
+    gaps = planes.gap_table(table, ["a", "b"], names)
+    expected = pd.DataFrame({"DLGN − DLN": [0.3, 0.2], "DLGN − ReLU": [-0.05, -0.3],
+                             "DLGN − frozen-gate": [0.1, 0.0], "DLGN-SF − DLGN": [0.1, -0.1]}, index=["a", "b"])
+    pd.testing.assert_frame_equal(gaps, expected, atol=1e-12)
+
+
+def test_slider_panels_draw_one_panel_per_path_and_two_partitions():
+    import matplotlib
+    matplotlib.use("Agg")
+    from dlgn_lib import data
+    dataset = data.load("plane", name="moons", n=60, seed=0)
+    torch.manual_seed(0)
+    dlgn, relu = models.DLGN(2, (3, 3), 1, gate_bias=True), models.ReLUNet(2, (3, 3), 1)
+    run = SimpleNamespace(model_at=lambda epoch: dlgn, dataset=lambda: dataset)
+    fig = planes.top_path_regions(run, 0, n=4)
+    titled = [ax for ax in fig.axes if ax.get_title()]
+    assert len(titled) == 4
+    relu_run = SimpleNamespace(model_at=lambda epoch: relu, dataset=lambda: dataset)
+    fig = planes.partitions_at([run, relu_run], 0, resolution=40)
+    assert len(fig.axes) == 2
