@@ -53,7 +53,8 @@ def check(model, x: torch.Tensor, y: torch.Tensor, task: str) -> Fidelity:
     return Fidelity(task, float(task_metric(soft, y, task)), float(task_metric(hard, y, task)))
 
 
-def check_run(run) -> Fidelity:
-    """:func:`check` of a run's last snapshot on its data set's test split."""
+def check_run(run, float64: bool = False) -> Fidelity:
+    """:func:`check` of a run's last snapshot on its data set's test split (in float64 if asked)."""
     dataset = run.dataset()
-    return check(run.model_at(), dataset.x_test, dataset.y_test, dataset.task)
+    model = run.model_at()
+    return check(model.double() if float64 else model, dataset.x_test, dataset.y_test, dataset.task)

@@ -49,6 +49,18 @@ def figure_panel(plot_fn: Callable, controls: dict[str, W.ValueWidget], *, capti
     return W.VBox(parts)
 
 
+def dropdown(options: Sequence, description: str, value=None) -> W.Dropdown:
+    """A dropdown over ``options`` (values, or (label, value) pairs), starting at ``value`` (default: the first)."""
+    first = options[0][1] if isinstance(options[0], tuple) else options[0]
+    return W.Dropdown(options=list(options), value=first if value is None else value, description=description)
+
+
+def epoch_selector(epochs: Sequence[int]) -> W.SelectionSlider:
+    """A slider over snapshot epochs, starting at the last; it updates on release."""
+    return W.SelectionSlider(options=list(epochs), value=epochs[-1], description="epoch",
+                             continuous_update=False, layout=W.Layout(width="480px"))
+
+
 def epoch_slider(runs, plot_fn: Callable, *, epochs: Sequence[int] | None = None, title: str = "") -> W.VBox:
     """A slider over the snapshot epochs of one run (or several with the same schedule).
 
@@ -66,8 +78,7 @@ def epoch_slider(runs, plot_fn: Callable, *, epochs: Sequence[int] | None = None
         common = sorted(epochs)
     if not common:
         raise ValueError("the runs share no snapshot epoch")
-    slider = W.SelectionSlider(options=common, value=common[-1], description="epoch",
-                               continuous_update=False, layout=W.Layout(width="480px"))
+    slider = epoch_selector(common)
 
     def caption(epoch):
         hist = run_list[0].history

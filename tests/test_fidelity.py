@@ -56,3 +56,12 @@ def test_check_run_reads_the_last_snapshot_on_the_test_split():
     run = runs.train_group([config.RunConfig(spec, config.ModelSpec.make("dlgn", (4, 4)), epochs=5, n_snapshots=2)])[0]
     dataset = run.dataset()
     assert fidelity.check_run(run) == fidelity.check(run.model_at(run.epochs[-1]), dataset.x_test, dataset.y_test, "binary")
+
+
+def test_check_run_in_float64_measures_the_double_model():
+    from dlgn_lib import config, runs
+    spec = config.DataSpec.make("circle", target="steps", n_train=32, n_val=8, n_test=16)
+    run = runs.train_group([config.RunConfig(spec, config.ModelSpec.make("dlgn", (4, 4)), epochs=5, n_snapshots=2)])[0]
+    dataset = run.dataset()
+    want = fidelity.check(run.model_at(run.epochs[-1]).double(), dataset.x_test, dataset.y_test, "binary")
+    assert fidelity.check_run(run, float64=True) == want

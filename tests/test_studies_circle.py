@@ -1,0 +1,206 @@
+"""Notebooks 05, 06 and 08's run sets and tables, against hand-built configs and brute-force loops."""
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dlgn_lib import circle, config, data, fidelity, plots
+from dlgn_lib.studies import circle as study
+
+
+def sizes(notebook, **overrides):
+    cfg = config.for_notebook(notebook, "quick", seed=100, **overrides)
+    return config.replace(cfg, target_seed=100)
+
+
+def test_smooth_configs_are_notebook_05s_hand_built_configs():
+    cfg = sizes("05")
+    got = study.smooth_configs(cfg)
+    want = {}
+    for target in ["steps 1", "steps 2", "steps 3", "mixture"]:
+        kind = target.split()[0]
+        params = data.random_circle_target(kind, 100 + (int(target[-1]) - 1 if kind == "steps" else 0))
+        spec = config.DataSpec.make("circle", target=kind, n_train=256, **params)
+        for setting, options in (("no gate bias", {}), ("gate bias", {"gate_bias": True})):
+            for seed in (100, 101, 102):
+                run = config.RunConfig(spec, config.ModelSpec.make("dlgn", (16, 16, 16), **options),
+                                       name=f"DLGN, {setting}, circle-{target} (seed {seed})", epochs=400, lr=1e-2,
+                                       n_snapshots=30, eval_every=10, seed=seed)
+                want[target, setting, seed] = run
+    assert list(got) == list(want)
+    assert [c.key() for c in got.values()] == [c.key() for c in want.values()]
+    assert got == want
+
+
+def test_overlap_configs_of_08_are_06s():
+    in_06 = study.overlap_configs(sizes("06"))
+    in_08 = study.overlap_configs(sizes("08"))
+    assert len(in_06) == 4 * 3 * 3 and list(in_06) == list(in_08)
+    assert all(in_06[k].key() == in_08[k].key() for k in in_06)
+    kinds = {k for _, k, _ in in_06}
+    assert kinds == {"dlgn", "relu", "dlgn_frozen"}
+    assert in_06["mixture", "relu", 101].model.kind == "relu" and in_06["mixture", "relu", 101].seed == 101
+    fewer = study.overlap_configs(sizes("08", n_seeds=2))
+    assert {s for *_, s in fewer} == {100, 101}
+
+
+def test_target_params_draw_steps_from_consecutive_seeds():
+    params = study.target_params(7)
+    assert list(params) == ["steps 1", "steps 2", "steps 3", "mixture"]
+    for k in range(3):
+        assert params[f"steps {k + 1}"] == data.random_circle_target("steps", 7 + k)
+    assert "jumps at θ" in study.jump_lines(params)
+
+
+def fake_run(loss, metric, test):
+    values = {"train_loss": loss, "train_metric": metric, "test_metric": test}
+    return SimpleNamespace(final=lambda name: values[name])
+
+
+def test_final_fit_is_the_mean_over_seeds_in_key_order():
+    rng = np.random.default_rng(0)
+    runs = {(t, k, s): fake_run(*rng.random(3)) for t in ("b", "a") for k in ("relu", "dlgn") for s in (1, 2, 3)}
+    table = study.final_fit(runs, ["target", "model"])
+    assert list(table.index) == [("b", "ReLU"), ("b", "DLGN"), ("a", "ReLU"), ("a", "DLGN")]
+    for t in ("a", "b"):
+        for k in ("relu", "dlgn"):
+            for column, name in (("train loss", "train_loss"), ("test metric", "test_metric")):
+                want = sum(runs[t, k, s].final(name) for s in (1, 2, 3)) / 3
+                assert table.loc[(t, plots.MODEL_NAMES[k]), column] == pytest.approx(want, rel=1e-12)
+
+
+def test_fidelity_tables_by_hand():
+    checks = {("steps 1", "dlgn", 1): fidelity.Fidelity("binary", 0.99, 0.95),
+              ("steps 1", "dlgn", 2): fidelity.Fidelity("binary", 0.99, 0.99),
+              ("mixture", "dlgn", 1): fidelity.Fidelity("regression", 0.9, 0.1),
+              ("mixture", "dlgn", 2): fidelity.Fidelity("regression", 0.9, 0.85)}
+    grid = study.fidelity_grid(checks, ["target", "model"])
+    assert grid.loc[("steps 1", "dlgn"), 1] == "0.990 / 0.950 DISAGREE"
+    assert grid.loc[("mixture", "dlgn"), 2] == "0.900 / 0.850 agree"
+    assert list(grid.index) == [("steps 1", "dlgn"), ("mixture", "dlgn")]
+    summary = study.fidelity_summary(checks)
+    assert summary.loc[("steps 1", "DLGN"), "agree"] == 1 and summary.loc[("steps 1", "DLGN"), "runs"] == 2
+    assert summary.loc[("mixture", "DLGN"), "hard"] == pytest.approx(0.475)
+    lines = study.left_out_lines(checks, ["dlgn"]).splitlines()
+    assert lines == ["dlgn: 1 of 2 steps runs left out of S1–S3 (steps 1 seed 1)",
+                     "mixture: 1 of 2 runs agree (not used by M1–M2 either way)"]
+
+
+def ends_frame(rng):
+    rows = []
+    for setting in ("no gate bias", "gate bias"):
+        for target in ("steps 1", "steps 2"):
+            for seed in (1, 2):
+                for state in ("init", "trained"):
+                    rows.append({"target": target, "setting": setting, "seed": seed, "state": state,
+                                 "epoch": 0 if state == "init" else 9, **dict(zip(
+                                     ["weighted distance", "purity", "rotated purity", "tolerant share",
+                                      "rotated tolerant share"], rng.random(5)))})
+    return pd.DataFrame(rows)
+
+
+def test_steps_summary_against_a_loop():
+    ends = ends_frame(np.random.default_rng(1))
+    floors = {"steps 1": 0.01, "steps 2": 0.02, "steps 3": 0.03}
+    table, means = study.steps_summary(ends, floors)
+    assert table.loc[("gate bias", "steps 3"), "runs"] == 0 and math.isnan(table.loc[("gate bias", "steps 3"), "purity gain"])
+    for setting in ("no gate bias", "gate bias"):
+        ratios, purity = [], []
+        for target in ("steps 1", "steps 2"):
+            rows = [r for r in ends.to_dict("records") if r["setting"] == setting and r["target"] == target]
+            mean = {st: np.mean([r["weighted distance"] for r in rows if r["state"] == st]) for st in ("init", "trained")}
+            if setting == "gate bias":
+                ratio = mean["trained"] / mean["init"]
+            else:
+                f = floors[target]
+                ratio = (mean["trained"] - f) / (mean["init"] - f)
+            gains = []
+            for seed in (1, 2):
+                e = {r["state"]: r["purity"] - r["rotated purity"] for r in rows if r["seed"] == seed}
+                gains.append(e["trained"] - e["init"])
+            assert table.loc[(setting, target), "distance ratio"] == pytest.approx(ratio, rel=1e-12)
+            assert table.loc[(setting, target), "purity gain"] == pytest.approx(np.mean(gains), rel=1e-12)
+            ratios.append(ratio)
+            purity.append(np.mean(gains))
+        assert means.loc[setting, "distance ratio"] == pytest.approx(np.mean(ratios), rel=1e-12)
+        assert means.loc[setting, "purity gain"] == pytest.approx(np.mean(purity), rel=1e-12)
+
+
+def test_init_vs_trained_and_with_state():
+    frame = pd.DataFrame({"model": ["dlgn"] * 4 + ["relu"] * 4, "epoch": [0, 5, 9, 0] * 2, "x": np.arange(8.0)})
+    picked = study.with_state(frame)
+    assert list(picked["epoch"]) == [0, 9, 0, 0, 9, 0]
+    table = study.init_vs_trained(frame, ["x"])
+    assert table.loc[("DLGN", "init"), "x"] == pytest.approx((0 + 3) / 2)
+    assert table.loc[("ReLU", "trained"), "x"] == 6.0
+
+
+def mixture_runs():
+    epochs = np.array([0, 1, 2, 4, 8, 16])
+    rows = []
+    for setting, k in (("a", 1.0), ("b", 3.0)):
+        for seed in (1, 2):
+            smooth = np.exp(-k * seed * epochs)
+            rough = np.exp(-0.01 * epochs)
+            mass_s, mass_r = np.minimum(epochs, 4.0), np.minimum(epochs, 8.0)
+            rows += [{"setting": setting, "seed": seed, "epoch": e, "loss smooth": a, "loss rough": b,
+                      "soft path mass smooth": c, "soft path mass rough": d}
+                     for e, a, b, c, d in zip(epochs, smooth, rough, mass_s, mass_r)]
+    return pd.DataFrame(rows)
+
+
+def test_arc_times_and_median_ratio_by_hand():
+    table = study.times_table(mixture_runs(), ["setting", "seed"], study.arc_times, 0.1, 0.5)
+    # smooth loss e^{-ks t} reaches 0.1 between snapshots; the rough arc never does
+    row = table.loc[("a", 1)]
+    assert math.isinf(row["fit rough"]) and row["fit ratio"] == 0.0
+    want = circle.epochs_to_fraction_of_initial([0, 1, 2, 4, 8, 16], np.exp(-np.array([0, 1, 2, 4, 8, 16.0])), 0.1)
+    assert row["fit smooth"] == pytest.approx(want) and 2 < want <= 4
+    # mass min(t, 4) stays above half its rise from t = 2; min(t, 8) from t = 4
+    assert row["rise smooth"] == 2 and row["rise rough"] == 4 and row["rise ratio"] == 0.5
+    assert study.median_ratio(table, "a", "rise") == 0.5
+    nan_times = pd.DataFrame({"setting": ["x"] * 3, "seed": [1, 2, 3], "fit ratio": [0.5, np.nan, np.nan]}).set_index(
+        ["setting", "seed"])
+    assert math.isinf(study.median_ratio(nan_times, "x", "fit"))
+
+
+def test_fit_times_and_frozen_ratio_by_hand():
+    frame = mixture_runs().rename(columns={"setting": "model"}).replace({"model": {"a": "dlgn", "b": "dlgn_frozen"}})
+    frame = frame.sample(frac=1.0, random_state=0)  # fit_times sorts by epoch itself
+    times = study.times_table(frame.sort_values(["model", "seed"], kind="stable"), ["model", "seed"], study.fit_times,
+                              0.1, names=plots.MODEL_NAMES)
+    assert list(times.columns) == ["fit smooth", "fit rough", "fit ratio", "final loss smooth", "final loss rough"]
+    assert times.loc[("DLGN", 2), "final loss smooth"] == pytest.approx(math.exp(-32))
+    ratio = study.frozen_ratio(times)
+    rough = math.exp(-0.16)
+    assert ratio.loc["DLGN", "final rough-arc loss"] == pytest.approx(rough)
+    assert ratio.loc["DLGN", "frozen-gate / model"] == pytest.approx(1.0)
+    assert "e-" in study.fit_times_text(times) and "frozen-gate / model" in study.frozen_ratio_text(ratio)
+
+
+def test_alignment_rises_against_a_loop():
+    rng = np.random.default_rng(3)
+    rows = [{"model": m, "target": t, "seed": s, "epoch": e, "centred": rng.random()}
+            for m in ("dlgn", "relu") for t in ("steps 1", "steps 2") for s in (1, 2) for e in (5, 0, 9)]
+    frame = pd.DataFrame(rows)
+    rises = study.alignment_rises(frame)
+    for m in ("dlgn", "relu"):
+        for t in ("steps 1", "steps 2"):
+            for s in (1, 2):
+                run = {r["epoch"]: r["centred"] for r in rows if (r["model"], r["target"], r["seed"]) == (m, t, s)}
+                got = rises[(rises["model"] == m) & (rises["target"] == t) & (rises["seed"] == s)]["rise"].item()
+                assert got == pytest.approx(run[9] - run[0])
+    table = study.rise_table(rises)
+    assert table.loc["DLGN", "n"] == 4
+    assert table.loc["ReLU", "mean over runs"] == pytest.approx(rises[rises["model"] == "relu"]["rise"].mean())
+
+
+def test_chosen_epochs_and_distance_baselines():
+    assert study.chosen_epochs([0, 1, 3, 9, 50, 70, 400]) == [0, 9, 50, 400]
+    assert study.chosen_epochs([0, 100]) == [0, 100]
+    params = {f"steps {k}": {"discontinuities": [0.5 * k, 2.0, 4.0]} for k in (1, 2, 3)}
+    table = study.distance_baselines(params)
+    assert table.loc["steps 2", "uniform distance"] == circle.uniform_distance([1.0, 2.0, 4.0])
+    assert table.loc["steps 3", "antipodal floor"] == circle.antipodal_distance_floor([1.5, 2.0, 4.0])
