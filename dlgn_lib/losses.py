@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .data import TASKS  # noqa: F401  (the tasks these functions handle)
+from .data.base import TASKS  # noqa: F401  (the tasks these functions handle)
 
 
 def task_loss(output: torch.Tensor, y: torch.Tensor, task: str, margin: float = 1.0) -> torch.Tensor:

