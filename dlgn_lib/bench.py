@@ -34,7 +34,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import fused, kernels, locations, models, train
+from . import fused, kernels, locations, losses, models, train
 from .config import DataSpec, ModelSpec, RunConfig
 
 
@@ -150,7 +150,7 @@ def fc_training_step(kind: str, sizes: Sizes, device: torch.device, seed: int = 
 
     def step():
         opt.zero_grad(set_to_none=True)
-        train.task_loss(model(x), y, "multiclass").backward()
+        losses.task_loss(model(x), y, "multiclass").backward()
         opt.step()
     return step
 
