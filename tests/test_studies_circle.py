@@ -204,3 +204,45 @@ def test_chosen_epochs_and_distance_baselines():
     table = study.distance_baselines(params)
     assert table.loc["steps 2", "uniform distance"] == circle.uniform_distance([1.0, 2.0, 4.0])
     assert table.loc["steps 3", "antipodal floor"] == circle.antipodal_distance_floor([1.5, 2.0, 4.0])
+
+
+@pytest.fixture(scope="module")
+def tiny_runs():
+    from dlgn_lib import runs as runs_module
+    specs = {name: config.DataSpec.make("circle", target=name.split()[0], n_train=32, n_val=8, n_test=16, **params)
+             for name, params in study.target_params(5).items()}
+    configs = {(t, k, 1): config.RunConfig(specs[t], config.ModelSpec.make(k.split("|")[0], (4, 4),
+                                           **({"gate_bias": True} if k.endswith("bias") else {})),
+                                           epochs=4, n_snapshots=3, seed=1)
+               for t in specs for k in ("dlgn", "relu", "dlgn_frozen", "dlgn|gate bias")}
+    trained = {key: runs_module.train_group([c])[0] for key, c in configs.items()}
+    return {(t, {"dlgn|gate bias": "gate bias"}.get(k, k), s): run for (t, k, s), run in trained.items()}
+
+
+def test_kernel_panels_are_cosine_kernels_on_the_sorted_angles(tiny_runs):
+    import matplotlib.pyplot as plt
+    epochs = tiny_runs["mixture", "dlgn", 1].epochs
+    theta, panels = study.kernel_panels(tiny_runs, "mixture", [epochs[0], epochs[-1]], 1)
+    assert np.all(np.diff(theta) > 0) and len(theta) == 32
+    assert set(panels) == {(plots.MODEL_NAMES[k], f"epoch {e}") for k in study.KINDS for e in (epochs[0], epochs[-1])}
+    model = tiny_runs["mixture", "relu", 1].model_at(epochs[-1]).double()
+    gates = [g.numpy() for g in model.gates(circle.points(theta, model), hard=True)]
+    overlap = np.prod([g @ g.T for g in gates], axis=0)  # paths active for both: the product of shared gates per layer
+    d = np.sqrt(np.diag(overlap))
+    want = overlap / np.outer(d, d)
+    np.testing.assert_allclose(panels["ReLU", f"epoch {epochs[-1]}"], want, atol=1e-6)
+    assert isinstance(study.kernel_figure(tiny_runs, "steps 1", [epochs[-1]], 1, "t"), plt.Figure)
+    assert study.kernel_slider(tiny_runs, 1, "kernels").children
+    plt.close("all")
+
+
+def test_state_figure_and_slider(tiny_runs):
+    import matplotlib.pyplot as plt
+    runs = {key: run for key, run in tiny_runs.items() if key[1] in study.SETTINGS or key[1] == "dlgn"}
+    runs = {(t, "no gate bias" if k == "dlgn" else k, s): run for (t, k, s), run in runs.items()}
+    last = runs["steps 1", "gate bias", 1].epochs[-1]
+    fig = study.state_figure(runs, "steps 1", "gate bias", last, 1)
+    assert fig._suptitle.get_text() == f"DLGN, gate bias, steps 1 target, epoch {last} (seed 1)"
+    panel = study.state_slider(runs, {"steps": "steps 1", "mixture": "mixture"}, 1, "states")
+    assert panel.children[1].children[0].options == (("steps 1", "steps"), ("mixture", "mixture"))
+    plt.close("all")
