@@ -135,3 +135,41 @@ def cosine_table(model: GatedNet, x: torch.Tensor, /, chunk_size: int = DEFAULT_
             "n_zero": (n - s["count"]).cpu().numpy(),
             "active_share": (s["on"].double() / n).cpu().numpy()}))
     return pd.concat(frames, ignore_index=True)
+
+
+def layer_summary(rows: pd.DataFrame) -> dict:
+    """Summary of one layer's rows of a ``cosine_table``: number of neurons, median, 10% and 90%
+    quantiles, min and max of ``mean_cos``; neurons never on; the median over neurons on at least
+    once; and the zero maps left out of the pairs (summed over neurons)."""
+    cos = rows["mean_cos"]
+    return {"neurons": len(rows), "median": cos.median(), "10%": cos.quantile(0.1),
+            "90%": cos.quantile(0.9), "min": cos.min(), "max": cos.max(),
+            "never on": int((rows["active_share"] == 0).sum()),
+            "median, on ≥ once": cos[rows["active_share"] > 0].median(),
+            "zero maps left out": int(rows["n_zero"].sum())}
+
+
+def summary_table(table: pd.DataFrame, keys=("model", "layer")) -> pd.DataFrame:
+    """``layer_summary`` of every group of a ``cosine_table`` (by default per model and layer)."""
+    return pd.DataFrame.from_dict({key: layer_summary(rows) for key, rows in table.groupby(list(keys))},
+                                  orient="index").rename_axis(list(keys))
+
+
+def saliency_rows(neurons, x: torch.Tensor, layer: int) -> tuple[dict, dict]:
+    """The saliency maps of chosen neurons of one layer at the inputs ``x``, for a grid of images.
+
+    Args:
+        neurons: ``(name, model, unit)`` triples, e.g. ``("ReLU", relu, 29)``.
+        layer: the neurons' layer (1-based).
+
+    Returns:
+        ``(rows, notes)``: per neuron a label (name, layer, unit and the mean pairwise cosine of its
+        maps over ``x``) → its maps (N, d), and the same label → "on"/"off" per input (its hard gate).
+    """
+    rows, notes = {}, {}
+    for name, model, unit in neurons:
+        maps = input_gradients(model, x, layer)[:, unit]
+        on = model.gates(x, hard=True)[layer - 1][:, unit] > 0
+        label = f"{name}, layer {layer}\nunit {unit}\nmean cos {mean_pairwise_cosine(maps).item():.2f}"
+        rows[label], notes[label] = maps, ["on" if v else "off" for v in on]
+    return rows, notes

@@ -173,3 +173,56 @@ def test_saliency_grid_and_cosine_distributions_draw():
                           for kind, layer in itertools.product(["dlgn", "relu"], [1, 2]) for v in (0.5, 1.0)])
     fig = image_plots.cosine_distributions(table, threshold=0.9)
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["layer 1", "layer 2"]
+
+
+# --------------------------------------------------------------------------- notebook 04's summaries
+
+def test_layer_summary_against_numpy():
+    rows = pd.DataFrame({"mean_cos": [0.2, 0.9, 0.5, 1.0, 0.7], "active_share": [0.0, 0.3, 0.0, 1.0, 0.5],
+                         "n_zero": [3, 0, 1, 0, 2]})
+    got = saliency.layer_summary(rows)
+    cos = np.array([0.2, 0.9, 0.5, 1.0, 0.7])
+    assert got["neurons"] == 5 and got["never on"] == 2 and got["zero maps left out"] == 6
+    assert got["median"] == pytest.approx(np.median(cos)) and got["min"] == 0.2 and got["max"] == 1.0
+    assert got["10%"] == pytest.approx(np.quantile(cos, 0.1)) and got["90%"] == pytest.approx(np.quantile(cos, 0.9))
+    assert got["median, on ≥ once"] == pytest.approx(np.median([0.9, 1.0, 0.7]))
+
+
+def test_summary_table_has_one_row_per_model_and_layer():
+    x = torch.randn(20, 5, dtype=torch.float64)
+    table = pd.concat([saliency.cosine_table(_relu(), x, model="relu"),
+                       saliency.cosine_table(_relu(seed=1), x, model="other")], ignore_index=True)
+    summary = saliency.summary_table(table)
+    assert list(summary.index) == [(m, l) for m in ("other", "relu") for l in (1, 2, 3)]
+    for (model, layer), row in summary.iterrows():
+        rows = table[(table["model"] == model) & (table["layer"] == layer)]
+        assert row["neurons"] == len(rows) and row["median"] == pytest.approx(rows["mean_cos"].median())
+
+
+def _autograd_map(model, x, layer, unit):
+    """∇_x z^ℓ_unit at each input by autograd, one input at a time."""
+    maps = []
+    for xi in x:
+        xi = xi.clone().requires_grad_(True)
+        z = model.gate_preactivations(xi[None])[layer - 1][0, unit]
+        maps.append(torch.autograd.grad(z, xi)[0])
+    return torch.stack(maps)
+
+
+def test_saliency_rows_against_autograd_and_pair_loops():
+    torch.manual_seed(0)
+    dlgn = models.DLGN(5, (4, 3, 3), 1, gate_bias=True).double()
+    relu = _relu()
+    x = torch.randn(6, 5, dtype=torch.float64)
+    rows, notes = saliency.saliency_rows([("ReLU", relu, 1), ("DLGN", dlgn, 2)], x, 3)
+    assert len(rows) == 2 and list(rows) == list(notes)
+    for (label, maps), (name, model, unit) in zip(rows.items(), [("ReLU", relu, 1), ("DLGN", dlgn, 2)]):
+        expected = _autograd_map(model, x, 3, unit)
+        torch.testing.assert_close(maps, expected)
+        z = torch.stack([model.gate_preactivations(xi[None])[2][0, unit] for xi in x])
+        on = z >= 0 if name == "DLGN" else z > 0          # a DLGN gate is on at η >= 0, a ReLU at z > 0
+        assert notes[label] == ["on" if v else "off" for v in on]
+        units = [m / m.norm() for m in expected if m.norm() > 0]   # zero maps have no direction: left out
+        pairs = [float(a @ b) for a, b in itertools.combinations(units, 2)]
+        assert label == f"{name}, layer 3\nunit {unit}\nmean cos {sum(pairs) / len(pairs):.2f}"
+    assert "mean cos 1.00" in list(rows)[1]   # a DLGN neuron has one map
