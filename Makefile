@@ -29,11 +29,12 @@ RUNS_DIR := $(or $(DLGN_RUNS_DIR),$(or $(DLGN_DATA_DIR),data)/runs)
 
 venv: $(STAMP)
 
-# Re-installs whenever the lock or the project metadata changes.
+# Re-installs whenever the lock or the project metadata changes. The lock pins every package,
+# the test tools included; the project itself goes in with its `test` extra, so `make test` has them.
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -r requirements.lock
-	$(PY) -m pip install --no-deps -e .
+	$(PY) -m pip install --no-deps -e '.[test]'
 	touch $@
 
 data: venv

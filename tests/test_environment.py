@@ -1,18 +1,24 @@
-"""The three dependency files agree: pyproject.toml, environment.yml and requirements.lock.
+"""The three dependency files agree with each other and with the code: pyproject.toml,
+environment.yml, requirements.lock, and the imports of dlgn_lib/.
 
-pyproject.toml declares the direct dependencies with exact pins; environment.yml (conda users)
-must list the same names with the same specs; requirements.lock (the full pinned set the
-Makefile installs) must hold a version of each that satisfies its pyproject spec. The checkers
-return a list of readable problems, and the drift tests feed them deliberately broken copies to
-show they catch what they claim to. The sanitize file for nbval is checked here too.
+pyproject.toml declares the direct dependencies with exact pins: the runtime ones in
+``dependencies`` and the test suite's tools in the optional extra ``test``. environment.yml (conda
+users) must list the same names with the same specs, the extra's included; requirements.lock (the
+full pinned set the Makefile installs) must hold a version of each that satisfies its pyproject
+spec. Every third-party package that a module of dlgn_lib/ imports must be a runtime dependency.
+The checkers return a list of readable problems, and the drift tests feed them deliberately broken
+copies to show they catch what they claim to. The sanitize file for nbval is checked here too.
 """
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import re
+import sys
 import tomllib
 from pathlib import Path
 
-import yaml  # a dependency of papermill, and pinned directly in pyproject.toml
+import yaml  # pinned in pyproject.toml's test extra (and a dependency of papermill)
 from nbval.plugin import get_sanitize_patterns
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -22,6 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = ROOT / "pyproject.toml"
 ENVIRONMENT = ROOT / "environment.yml"
 LOCK = ROOT / "requirements.lock"
+PACKAGE = ROOT / "dlgn_lib"
+MAKEFILE = ROOT / "Makefile"
+#: The optional extras of pyproject.toml that environment.yml and the lock must cover too.
+EXTRAS = ("test",)
+#: The tools that belong in the test extra, not in the runtime dependencies.
+TEST_TOOLS = {"pytest", "nbval", "playwright", "pyyaml"}
 
 # conda-forge names that differ from the PyPI ones; everything else is spelled the same.
 CONDA_TO_PYPI = {"pytorch": "torch"}
@@ -30,18 +42,94 @@ CONDA_TOOLING = {"pip"}
 LOCK_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+)$")
 
 
-def pyproject_requirements(path: Path) -> tuple[dict[str, str], str, str]:
-    """Direct dependencies of a pyproject.toml.
+# Import names whose distribution is spelled differently; any other name is looked up in the
+# installed metadata, or else taken as the distribution's own name.
+IMPORT_TO_DISTRIBUTION = {"sklearn": "scikit-learn", "yaml": "pyyaml", "PIL": "pillow"}
+
+
+def _specs(lines: list[str]) -> dict[str, str]:
+    specs = {}
+    for line in lines:
+        requirement = Requirement(line)
+        specs[canonicalize_name(requirement.name)] = str(requirement.specifier)
+    return specs
+
+
+def pyproject_requirements(path: Path, extras=EXTRAS) -> tuple[dict[str, str], str, str]:
+    """Direct dependencies of a pyproject.toml: ``dependencies`` and those of the named extras.
 
     Returns:
         ({canonical name: specifier string}, requires-python, project name).
     """
     project = tomllib.loads(path.read_text())["project"]
-    specs = {}
-    for line in project["dependencies"]:
-        requirement = Requirement(line)
-        specs[canonicalize_name(requirement.name)] = str(requirement.specifier)
+    specs = _specs(project["dependencies"])
+    optional = project.get("optional-dependencies", {})
+    for extra in extras:
+        specs.update(_specs(optional.get(extra, [])))
     return specs, project["requires-python"], canonicalize_name(project["name"])
+
+
+def extras_problems(path: Path) -> list[str]:
+    """The runtime list and the extras are disjoint, and the test tools sit in the test extra."""
+    project = tomllib.loads(path.read_text())["project"]
+    runtime = _specs(project["dependencies"])
+    optional = {extra: _specs(lines) for extra, lines in project.get("optional-dependencies", {}).items()}
+    problems = [f"pyproject.toml: extra {extra!r} missing" for extra in EXTRAS if extra not in optional]
+    for extra, specs in sorted(optional.items()):
+        problems += [f"{name}: both a runtime dependency and in extra {extra!r}"
+                     for name in sorted(runtime.keys() & specs.keys())]
+    for name in sorted(TEST_TOOLS):
+        if name in runtime:
+            problems.append(f"{name}: a test tool, declared as a runtime dependency "
+                            "(move it to the test extra)")
+        elif name not in optional.get("test", {}):
+            problems.append(f"{name}: a test tool, missing from the test extra")
+    return problems
+
+
+def third_party_imports(package: Path) -> dict[str, set[str]]:
+    """Top-level names of the modules that the package's .py files import (at any depth of the
+    file, conditional imports included), standard library, relative and own imports left out.
+
+    Returns:
+        {import name: {file paths relative to the package's parent}}.
+    """
+    found: dict[str, set[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top != package.name and top not in sys.stdlib_module_names:
+                    found.setdefault(top, set()).add(str(path.relative_to(package.parent)))
+    return found
+
+
+def distribution_of(import_name: str) -> str:
+    """The canonical distribution name of an import name: the known spellings, else the installed
+    metadata, else the import name itself."""
+    if import_name in IMPORT_TO_DISTRIBUTION:
+        return canonicalize_name(IMPORT_TO_DISTRIBUTION[import_name])
+    installed = importlib.metadata.packages_distributions().get(import_name, [])
+    return canonicalize_name(installed[0] if len(installed) == 1 else import_name)
+
+
+def undeclared_imports(package: Path, pyproject: Path) -> list[str]:
+    """Third-party imports of the package whose distribution is not a runtime dependency."""
+    runtime, _, _ = pyproject_requirements(pyproject, extras=())
+    problems = []
+    for name, files in sorted(third_party_imports(package).items()):
+        distribution = distribution_of(name)
+        if distribution not in runtime:
+            where = ", ".join(sorted(files)[:3]) + (" …" if len(files) > 3 else "")
+            problems.append(f"{name} (distribution {distribution}): imported by {where}, "
+                            "not in pyproject.toml's dependencies")
+    return problems
 
 
 def conda_requirements(path: Path) -> tuple[dict[str, str], str | None, list[str]]:
@@ -132,6 +220,20 @@ def test_environment_yml_matches_pyproject():
     assert environment_drift(PYPROJECT, ENVIRONMENT) == []
 
 
+def test_every_import_of_the_library_is_a_declared_dependency():
+    imports = third_party_imports(PACKAGE)
+    assert {"torch", "numpy", "sklearn"} <= imports.keys()   # the scan sees the package's imports
+    assert undeclared_imports(PACKAGE, PYPROJECT) == []
+
+
+def test_test_tools_are_an_extra_not_runtime_dependencies():
+    assert extras_problems(PYPROJECT) == []
+
+
+def test_makefile_installs_the_project_with_its_test_extra():
+    assert re.search(r"pip install --no-deps -e '?\.\[test\]'?", MAKEFILE.read_text())
+
+
 def test_pyproject_pins_match_lock():
     assert lock_drift(PYPROJECT, LOCK) == []
 
@@ -206,6 +308,46 @@ def test_lock_checker_flags_loose_pyproject_specs(tmp_path):
     copy = tmp_path / "pyproject.toml"
     copy.write_text(edited(PYPROJECT.read_text(), ('"pandas==3.1.1"', '"pandas>=3"')))
     assert lock_drift(copy, LOCK) == ["pandas: pyproject.toml spec '>=3' is not an exact == pin"]
+
+
+def test_environment_checker_covers_the_test_extra(tmp_path):
+    copy = tmp_path / "environment.yml"
+    copy.write_text(edited(ENVIRONMENT.read_text(), ("  - nbval==", "  # - nbval==")))
+    assert environment_drift(PYPROJECT, copy) == ["nbval: in pyproject.toml, missing from environment.yml"]
+
+
+def test_lock_checker_covers_the_test_extra(tmp_path):
+    copy = tmp_path / "pyproject.toml"
+    copy.write_text(edited(PYPROJECT.read_text(), ('"pytest==9.2.0"', '"pytest==9.1.0"')))
+    assert lock_drift(copy, LOCK) == ["pytest: requirements.lock pins 9.2.0, pyproject.toml says '==9.1.0'"]
+
+
+def test_extras_checker_catches_misplaced_tools(tmp_path):
+    copy = tmp_path / "pyproject.toml"
+    copy.write_text(edited(PYPROJECT.read_text(),
+                           ('    "nbval==0.11.0",\n', ""),
+                           ('    "torch==2.14.1",\n',
+                            '    "torch==2.14.1",\n    "nbval==0.11.0",\n    "numpy==2.4.6",\n'),
+                           ('    "pyyaml==6.0.4",\n', '    "pyyaml==6.0.4",\n    "numpy==2.4.6",\n')))
+    assert extras_problems(copy) == [
+        "numpy: both a runtime dependency and in extra 'test'",
+        "nbval: a test tool, declared as a runtime dependency (move it to the test extra)",
+    ]
+
+
+def test_import_checker_catches_undeclared_and_maps_names(tmp_path):
+    package = tmp_path / "toylib"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("import os\nfrom . import sub\nfrom toylib.sub import x\n")
+    (package / "sub" / "__init__.py").write_text(
+        "from __future__ import annotations\nimport numpy.linalg\nfrom sklearn.datasets import make_moons\n"
+        "def f():\n    import yaml\n    try:\n        import requests\n    except ImportError:\n        pass\n")
+    assert third_party_imports(package).keys() == {"numpy", "sklearn", "yaml", "requests"}
+    assert distribution_of("sklearn") == "scikit-learn" and distribution_of("yaml") == "pyyaml"
+    problems = undeclared_imports(package, PYPROJECT)
+    # numpy and scikit-learn are runtime dependencies; pyyaml is only in the test extra.
+    assert [p.split(" (")[0] for p in problems] == ["requests", "yaml"], problems
+    assert "toylib/sub/__init__.py" in problems[0]
 
 
 def sanitized(text: str) -> str:
