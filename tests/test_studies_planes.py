@@ -133,3 +133,53 @@ def test_slider_panels_draw_one_panel_per_path_and_two_partitions():
     relu_run = SimpleNamespace(model_at=lambda epoch: relu, dataset=lambda: dataset)
     fig = planes.partitions_at([run, relu_run], 0, resolution=40)
     assert len(fig.axes) == 2
+
+
+# --------------------------------------------------------------------------- 03's verdict numbers
+
+class AllOnDLGN(models.DLGN):
+    """A DLGN whose gating network reports every hard gate on: its path gates are 1 everywhere."""
+
+    def gates(self, x, hard=True):
+        return [torch.ones(x.shape[0], m, dtype=x.dtype) for m in self.widths]
+
+
+def test_half_space_disagreements_count_against_a_numpy_sign_loop():
+    torch.manual_seed(3)
+    x = 2 * torch.randn(150, 2, dtype=torch.float64)
+    honest = models.DLGN(2, (3, 2), 1, gate_bias=True).double()
+    for layer in honest.gating:
+        torch.nn.init.normal_(layer.bias, std=0.5)
+    assert planes.half_space_disagreements([honest, honest], x) == 0
+    liar = AllOnDLGN(2, (3, 2), 1, gate_bias=True).double()
+    liar.load_state_dict(honest.state_dict())
+    # brute force: effective hyperplanes by matrix products, and a point-by-point sign test per path
+    W1, b1 = honest.gating[0].weight.detach().numpy(), honest.gating[0].bias.detach().numpy()
+    W2, b2 = honest.gating[1].weight.detach().numpy(), honest.gating[1].bias.detach().numpy()
+    V2, c2 = W2 @ W1, W2 @ b1 + b2
+    outside = sum(not (x_n @ W1[i] + b1[i] >= 0 and x_n @ V2[j] + c2[j] >= 0)
+                  for x_n in x.numpy() for i in range(3) for j in range(2))
+    assert outside > 0
+    assert planes.half_space_disagreements([liar], x) == outside
+    assert planes.half_space_disagreements([liar, honest, liar], x) == 2 * outside
+
+
+def test_worst_area_z_of_one_half_plane_by_hand():
+    model = models.DLGN(2, (1,), 1, gate_bias=True).double()
+    with torch.no_grad():                              # the gate is on where x1 >= 0.5
+        model.gating[0].weight.copy_(torch.tensor([[1.0, 0.0]], dtype=torch.float64))
+        model.gating[0].bias.fill_(-0.5)
+    x = torch.tensor([[0.9, 0.0], [0.7, 0.3], [-0.2, 0.1], [0.0, -0.9], [0.6, 0.6], [-0.9, 0.2],
+                      [0.1, 0.1], [-0.5, -0.5]], dtype=torch.float64)   # 3 of 8 inside
+    box = (-1.0, 1.0, -1.0, 1.0)
+    exact, p_hat, n = 0.25, 3 / 8, 8                   # the strip 0.5 <= x1 <= 1 is a quarter of the box
+    assert planes.worst_area_z(model, x, box) == pytest.approx(abs(exact - p_hat) / math.sqrt(exact * (1 - exact) / n))
+    assert planes.tiling_error(model, box) < 1e-12
+
+
+def test_gate_pattern_cells_tile_the_box():
+    torch.manual_seed(4)
+    model = models.DLGN(2, (4, 3), 1, gate_bias=True).double()
+    for layer in model.gating:
+        torch.nn.init.normal_(layer.bias, std=0.5)
+    assert planes.tiling_error(model, (-2.0, 2.0, -1.0, 1.0)) < 1e-12

@@ -6,10 +6,14 @@ tools of ``dlgn_lib.paths`` and ``dlgn_lib.plots``:
 * 01: ``max_path_sum_error`` (the explicit path sum against the forward pass), ``path_sum_errors``
   (that error over every snapshot of runs, as a table), ``top_path_regions`` (the slider's panel);
 * 02: ``model_spec`` (the five models at matched widths), ``dataset_label``, ``gap_table``;
-* 03: ``bent_share`` (how many neurons per layer bend), ``partitions_at`` (the slider's panel).
+* 03: ``bent_share`` (how many neurons per layer bend), ``partitions_at`` (the slider's panel), and
+  the verdict's numbers: ``half_space_disagreements``, ``worst_area_z``, ``tiling_error``.
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pandas as pd
 import torch
 
@@ -104,3 +108,38 @@ def partitions_at(runs, epoch, resolution: int = 200):
     a, b = runs
     return region_plots.partition_comparison(a.model_at(epoch).double(), b.model_at(epoch).double(),
                                              a.dataset(), resolution=resolution)
+
+
+@torch.no_grad()
+def half_space_disagreements(models, x: torch.Tensor) -> int:
+    """Over the ``models`` (e.g. every snapshot of a run), the inputs ``x`` and every path: how
+    often the half-space test (``paths.in_active_path_region``, effective hyperplanes alone)
+    differs from the hard path gate computed by the gating network (claim C3: never)."""
+    disagreements = 0
+    for model in models:
+        for xs in torch.split(x, paths.chunk_size(model)):             # chunks, so the gate tensor fits
+            gates = paths.path_gates(model, xs, hard=True) > 0         # (n, m1, …, mL) from the gating net
+            for path in np.ndindex(*model.widths):
+                disagreements += int((paths.in_active_path_region(model, xs, path) != gates[(slice(None), *path)]).sum())
+    return disagreements
+
+
+def worst_area_z(model, x_uniform: torch.Tensor, box) -> float:
+    """The largest, over paths, distance between a path region's exact area share of ``box``
+    (``paths.path_region_polygon``) and the share of the uniform points ``x_uniform`` inside it,
+    in binomial standard errors (the variance floored at 1/n, for regions of area near 0 or 1)."""
+    n = x_uniform.shape[0]
+    box_area = paths.polygon_area(paths.box_polygon(box))
+    sampled = paths.path_gate_mean(model, x_uniform, hard=True)        # share of points in each region
+    worst = 0.0
+    for path in np.ndindex(*model.widths):
+        exact = paths.polygon_area(paths.path_region_polygon(model, path, box)) / box_area
+        se = math.sqrt(max(exact * (1 - exact), 1.0 / n) / n)
+        worst = max(worst, abs(exact - sampled[path].item()) / se)
+    return worst
+
+
+def tiling_error(model, box) -> float:
+    """|Σ area of the gate-pattern cells / area of ``box`` − 1|: 0 when the cells tile the box."""
+    box_area = paths.polygon_area(paths.box_polygon(box))
+    return abs(sum(paths.polygon_area(p) for p in paths.gate_pattern_cells_2d(model, box).values()) / box_area - 1)
