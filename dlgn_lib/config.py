@@ -256,6 +256,15 @@ def notebook_parameters(notebook: str, namespace: Mapping[str, Any]) -> dict[str
     return params
 
 
+#: The notebook and profile of this process's ``setup`` (recorded in the run-cache entries it saves).
+_MADE_BY: dict[str, str] | None = None
+
+
+def made_by() -> dict[str, str] | None:
+    """``{"notebook": "05", "profile": "full"}`` after ``setup`` in this process, else None."""
+    return dict(_MADE_BY) if _MADE_BY else None
+
+
 def setup(notebook: str, namespace: Mapping[str, Any], *, show: bool = True) -> "NotebookConfig":
     """A notebook's first step: check its parameters and return its sizes (``NotebookConfig``).
 
@@ -271,6 +280,8 @@ def setup(notebook: str, namespace: Mapping[str, Any], *, show: bool = True) -> 
     cfg = for_notebook(notebook, params["PROFILE"], seed=params["SEED"], **overrides)
     if "TARGET_SEED" in params:
         cfg = replace(cfg, target_seed=params["TARGET_SEED"])
+    global _MADE_BY
+    _MADE_BY = {"notebook": notebook, "profile": params["PROFILE"]}
     if show:
         print(cfg.describe())
     return cfg

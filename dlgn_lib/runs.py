@@ -1,43 +1,80 @@
-"""The run cache: ``get_or_train(config)`` trains once, then loads (SPEC §7 reliability).
+"""The run cache: ``get_or_train(config)`` trains once, then loads (reconstruction §7, reliability).
 
 An entry is a folder ``<runs dir>/<key>/`` holding ``run.pt`` (tensors, lists, numbers and JSON
 strings only, read back with ``torch.load(weights_only=True)`` so loading never runs pickled code)
-and ``manifest.json`` (the config, the library version and the SHA-256 of ``run.pt``).
+and ``manifest.json`` (the config, the code version, who made it and the SHA-256 of ``run.pt``).
 
-- Written atomically: both files go to a temporary folder that is renamed into place, so a run
-  killed mid-training leaves no entry.
-- Verified on load: a missing, truncated or altered file fails the checksum; the entry is
-  reported, moved aside and the run retrained.
-- Safe across processes: an exclusive lock per key makes a second process wait for the first and
-  then load its entry instead of training the same config again.
+- Written atomically: both files go to a temporary folder (``.tmp-<pid>@<host>-…``) that is
+  renamed into place, so a run killed mid-training leaves no entry; temporary folders of writers
+  that died are removed by the next writer. A failed write (a full disk) names the entry and the
+  free space.
+- Verified on load: a missing, truncated or altered file fails the checksum, and a file with a
+  valid checksum but the wrong layout fails the layout check; either way the entry is reported,
+  moved aside and the run retrained.
+- Safe across processes: an exclusive lock per key makes a second process wait for the first
+  (saying so after a few seconds) and then load its entry instead of training the same config.
+- Shareable: a valid entry is read without taking a lock, so a read-only cache (a course's
+  shared folder, ``DLGN_RUNS_DIR``) serves its entries; entry folders get the permissions of the
+  user's umask (readable by the group with the usual 022), not 0700. Runs missing from a read-only
+  cache are trained and used, with a warning that they cannot be saved.
+
+``python -m dlgn_lib.runs export|import`` packs entries into run bundles (``dlgn_lib.bundle``).
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
+import socket
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import torch
 
-from . import __version__, batched, fused, locations
+from . import __version__, batched, config as _config, fused, locations
 from .config import RunConfig
 from .train import Run, train
 
 FORMAT = 1
+#: The payload of ``run.pt``: its keys and their types (the layout every entry must have).
+PAYLOAD_LAYOUT = {"format": int, "config": str, "history": dict, "snapshots": dict, "best_state": (dict, type(None)),
+                  "meta": str}
+#: Seconds a process waits for another one's lock before it says that it is waiting.
+WAIT_NOTICE_S = 3.0
+#: Temporary folders older than this, of a format that names no writer, count as abandoned.
+ABANDONED_AFTER_S = 3600
+_KEY = re.compile(r"^[0-9a-f]{20}$")
+_TEMP = re.compile(r"^\.(?:tmp|trash)-(?:import-)?(\d+)@(.+)-[^-]+$")
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 class CorruptEntry(RuntimeError):
     """A cache entry failed verification; the message says why."""
 
 
-def entry_dir(config: RunConfig) -> Path:
-    return locations.runs_dir() / config.key()[:20]
+class CacheWriteError(OSError):
+    """An entry could not be written (a full disk, a read-only folder); the message names it."""
+
+
+def entry_dir(config: RunConfig, root: Path | None = None) -> Path:
+    return (Path(root) if root else locations.runs_dir()) / config.key()[:20]
+
+
+def entry_folders(root: Path | None = None) -> list[Path]:
+    """The entry folders of a cache (``<key>/``), in name order; temporary and trash folders left out."""
+    root = Path(root) if root else locations.runs_dir()
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and _KEY.match(p.name))
 
 
 def _sha256(path: Path) -> str:
@@ -48,75 +85,187 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def make_shareable(folder: Path) -> None:
+    """Give an entry folder the permissions of the umask (``mkdtemp`` makes it 0700)."""
+    os.chmod(folder, 0o777 & ~_UMASK)
+    for child in folder.iterdir():
+        os.chmod(child, 0o666 & ~_UMASK)
+
+
 @contextlib.contextmanager
-def _lock(config: RunConfig):
-    lock_dir = locations.runs_dir() / ".locks"
+def entry_lock(key: str, root: Path | None = None, label: str = ""):
+    """The exclusive lock of one entry (``<root>/.locks/<key>.lock``), across processes.
+
+    A process that has to wait says so on stderr after ``WAIT_NOTICE_S`` seconds, naming the run
+    and the lock file, then waits on. Raises ``OSError`` where the cache is read-only.
+    """
+    lock_dir = (Path(root) if root else locations.runs_dir()) / ".locks"
     lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / f"{config.key()[:20]}.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    path = lock_dir / f"{key[:20]}.lock"
+    with open(path, "a") as fh:
+        start = time.monotonic()
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() - start >= WAIT_NOTICE_S:
+                    print(f"waiting for another process that holds the run {label or key[:12]} "
+                          f"(lock {locations.display_path(path)}) …", file=sys.stderr, flush=True)
+                    fcntl.flock(fh, fcntl.LOCK_EX)
+                    break
+                time.sleep(0.1)
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def save(run: Run) -> Path:
-    """Write a run's entry atomically (temp folder, fsync, rename); returns the entry folder."""
-    final = entry_dir(run.config)
+def _lock(config: RunConfig):
+    return entry_lock(config.key(), label=config.label())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temporaries(root: Path | None = None) -> list[str]:
+    """Remove temporary and trash folders whose writer is dead (same host, no such process), and
+    unnamed ones older than ``ABANDONED_AFTER_S``; returns their names. Writers call it while
+    holding a lock, so a folder being written by a live process is never touched."""
+    root = Path(root) if root else locations.runs_dir()
+    host, removed = socket.gethostname(), []
+    for folder in root.glob(".t*-*") if root.is_dir() else []:
+        if not folder.is_dir() or not folder.name.startswith((".tmp-", ".trash-")):
+            continue
+        match = _TEMP.match(folder.name)
+        if match:
+            stale = match[2] == host and not _alive(int(match[1]))
+        else:
+            stale = time.time() - folder.stat().st_mtime > ABANDONED_AFTER_S
+        if stale:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed
+
+
+def _writer_tag() -> str:
+    return f"{os.getpid()}@{socket.gethostname()}-"
+
+
+def _free_space(folder: Path) -> str:
+    try:
+        return f"{shutil.disk_usage(folder).free / 2**20:,.1f} MB free"
+    except OSError:
+        return "free space unknown"
+
+
+def save(run: Run, root: Path | None = None) -> Path:
+    """Write a run's entry atomically (temp folder, fsync, rename); returns the entry folder.
+
+    Call with the entry's lock held. Raises ``CacheWriteError`` naming the entry and the free
+    space when the write fails; nothing is left behind then.
+    """
+    final = entry_dir(run.config, root)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
+    remove_stale_temporaries(final.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + _writer_tag(), dir=final.parent))
     try:
         payload = {"format": FORMAT, "config": run.config.to_json(), "history": run.history,
                    "snapshots": run.snapshots, "best_state": run.best_state, "meta": json.dumps(run.meta)}
         torch.save(payload, tmp / "run.pt")
-        manifest = {"format": FORMAT, "key": run.config.key(), "dlgn_lib": __version__,
-                    "config": json.loads(run.config.to_json()), "sha256": _sha256(tmp / "run.pt")}
+        manifest = {"format": FORMAT, "key": run.config.key(), "dlgn_lib": __version__, "code_version": _config.CODE_VERSION,
+                    "config": json.loads(run.config.to_json()), "sha256": _sha256(tmp / "run.pt"),
+                    "made_by": _config.made_by()}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
         for name in ("run.pt", "manifest.json"):
             with open(tmp / name, "rb") as fh:
                 os.fsync(fh.fileno())
+        make_shareable(tmp)
         if final.exists():
-            _discard(final)
+            discard(final)
         os.rename(tmp, final)
+    except (OSError, RuntimeError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise CacheWriteError(f"could not write the run entry {locations.display_path(final)} "
+                              f"({_free_space(final.parent)}): {exc}") from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
 
 
-def _discard(folder: Path) -> None:
+def discard(folder: Path) -> None:
     """Move a stale or corrupt entry out of the way (rename first: atomic), then delete it."""
-    trash = folder.with_name(f".trash-{folder.name}-{os.getpid()}")
+    trash = folder.with_name(f".trash-{_writer_tag()}{folder.name}")
     os.rename(folder, trash)
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def load(config: RunConfig) -> Run:
-    """Load and verify the entry of a config; raises ``FileNotFoundError`` or ``CorruptEntry``."""
-    folder = entry_dir(config)
-    if not folder.exists():
-        raise FileNotFoundError(f"no cache entry {locations.display_path(folder)}")
+_discard = discard
+
+
+def _verified(folder: Path, key: str | None = None) -> tuple[dict, dict]:
+    """(manifest, payload) of an entry folder after every check; raises ``CorruptEntry``."""
     try:
         manifest = json.loads((folder / "manifest.json").read_text())
     except (OSError, ValueError) as exc:
         raise CorruptEntry(f"manifest unreadable ({exc.__class__.__name__})") from exc
-    if manifest.get("format") != FORMAT or manifest.get("key") != config.key():
-        raise CorruptEntry("manifest does not match this config or format")
-    if not (folder / "run.pt").exists() or _sha256(folder / "run.pt") != manifest.get("sha256"):
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("key"), str):
+        raise CorruptEntry("manifest has the wrong layout or format")
+    if (key is not None and manifest["key"] != key) or manifest["key"][:20] != folder.name:
+        raise CorruptEntry("manifest does not match this config or folder")
+    if not (folder / "run.pt").is_file() or _sha256(folder / "run.pt") != manifest.get("sha256"):
         raise CorruptEntry("checksum of run.pt does not match its manifest (truncated or altered)")
     try:
         payload = torch.load(folder / "run.pt", map_location="cpu", weights_only=True)
     except Exception as exc:  # a file that passes the checksum but cannot be read is still corrupt
         raise CorruptEntry(f"run.pt unreadable ({exc.__class__.__name__}: {exc})") from exc
-    if RunConfig.from_json(payload["config"]).key() != config.key():
-        raise CorruptEntry("stored config differs from the requested one")
-    return Run(config, payload["history"], payload["snapshots"], payload["best_state"],
-               json.loads(payload["meta"]))
+    if not isinstance(payload, dict) or set(payload) != set(PAYLOAD_LAYOUT):
+        found = sorted(payload) if isinstance(payload, dict) else type(payload).__name__
+        raise CorruptEntry(f"run.pt has the wrong layout: {found}, expected {sorted(PAYLOAD_LAYOUT)}")
+    for name, kind in PAYLOAD_LAYOUT.items():
+        if not isinstance(payload[name], kind):
+            raise CorruptEntry(f"run.pt has the wrong layout: {name} is a {type(payload[name]).__name__}")
+    try:
+        stored = RunConfig.from_json(payload["config"])
+        meta = json.loads(payload["meta"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorruptEntry(f"run.pt has the wrong layout: config or meta unreadable ({exc})") from exc
+    if not isinstance(meta, dict):
+        raise CorruptEntry("run.pt has the wrong layout: meta is not a mapping")
+    if stored.key() != manifest["key"]:
+        version = manifest.get("code_version")
+        if version is not None and version != _config.CODE_VERSION:
+            raise CorruptEntry(f"made by code version {version}; this library is code version {_config.CODE_VERSION}")
+        raise CorruptEntry("stored config differs from its key (another code version, or altered)")
+    payload["meta"] = meta
+    return manifest, payload
 
 
-def _cached(config: RunConfig, say) -> Run | None:
+def verify_entry(folder: Path, key: str | None = None) -> dict:
+    """Verify an entry folder as ``load`` does (checksum, layout, key); returns its manifest."""
+    return _verified(Path(folder), key)[0]
+
+
+def load(config: RunConfig, root: Path | None = None) -> Run:
+    """Load and verify the entry of a config; raises ``FileNotFoundError`` or ``CorruptEntry``."""
+    folder = entry_dir(config, root)
+    if not folder.exists():
+        raise FileNotFoundError(f"no cache entry {locations.display_path(folder)}")
+    _, payload = _verified(folder, config.key())
+    return Run(config, payload["history"], payload["snapshots"], payload["best_state"], payload["meta"])
+
+
+def _cached(config: RunConfig, say, *, writable: bool = True) -> Run | None:
     """The verified entry of a config (saying "loaded run …"), or None; a corrupt entry is
-    reported and moved aside. Call with the config's lock held."""
+    reported and, where the cache is writable (call with the lock held), moved aside."""
     folder = entry_dir(config)
     try:
         run = load(config)
@@ -127,8 +276,34 @@ def _cached(config: RunConfig, say) -> Run | None:
     except CorruptEntry as exc:
         print(f"cache entry {locations.display_path(folder)} is corrupt: {exc}; retraining",
               file=sys.stderr, flush=True)
-        _discard(folder)
+        if writable:
+            discard(folder)
         return None
+
+
+def _read_only(exc: OSError) -> bool:
+    return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def _unlocked(config: RunConfig, say) -> Run | None:
+    """A valid entry read without the lock (entries appear whole, by rename), else None."""
+    try:
+        run = load(config)
+    except (FileNotFoundError, CorruptEntry):
+        return None
+    say(f"loaded run {config.label()} [{entry_dir(config).name[:12]}]")
+    return run
+
+
+def _train_unsaved(configs: list[RunConfig], say, *, device, progress) -> list[Run]:
+    """Where the cache is read-only: report, train, and return runs that are not saved."""
+    for config in configs:
+        if entry_dir(config).exists():
+            _cached(config, say, writable=False)
+        print(f"run cache {locations.display_path(locations.runs_dir())} is read-only: training "
+              f"{config.label()} without saving it (set DLGN_RUNS_DIR to a writable folder to keep it)",
+              file=sys.stderr, flush=True)
+    return train_group(configs, device=device, progress=progress)
 
 
 def train_group(configs: list[RunConfig], *, device=None, progress: bool | None = None) -> list[Run]:
@@ -160,39 +335,42 @@ def get_or_train(config: RunConfig, *, device=None, progress: bool | None = None
     """The run of a config: loaded from the cache when a valid entry exists, else trained and saved.
 
     Prints "loaded run …" or "training …" (with seconds), and reports a corrupt entry before
-    retraining it.
+    retraining it. A valid entry is read without a lock (a read-only cache works).
     """
-    say = _speaker(verbose)
-    with _lock(config):
-        run = _cached(config, say)
-        if run is not None:
-            return run
-        say(f"training {config.label()} [{entry_dir(config).name[:12]}] for {config.epochs} epochs")
-        run, = train_group([config], device=device, progress=progress)
-        save(run)
-        say(f"trained {config.label()} in {run.meta['seconds']:.1f} s")
-        return run
+    return _get_or_train_seeds([config], device=device, progress=progress, verbose=verbose)[0]
 
 
 def _get_or_train_seeds(configs: list[RunConfig], *, device, progress, verbose) -> list[Run]:
     """``get_or_train`` for configs that differ only in seed: the missing ones train together.
 
-    The locks of all configs are held (taken in key order, so two processes cannot deadlock)
-    while the cache is re-checked and the missing seeds are trained together by ``train_group``
-    (SPEC §6) and saved, one entry per seed.
+    Valid entries are read without locks first. For the rest, the locks of all configs are held
+    (taken in key order, so two processes cannot deadlock) while the cache is re-checked and the
+    missing seeds are trained together by ``train_group`` (reconstruction §6) and saved, one entry
+    per seed.
     """
     say = _speaker(verbose)
-    with contextlib.ExitStack() as locks:
-        for config in sorted(configs, key=RunConfig.key):
-            locks.enter_context(_lock(config))
-        found = {c.key(): _cached(c, say) for c in configs}
-        missing = [c for c in configs if found[c.key()] is None]
-        for config in missing:
-            say(f"training {config.label()} [{entry_dir(config).name[:12]}] for {config.epochs} epochs")
-        for run in train_group(missing, device=device, progress=progress) if missing else []:
-            save(run)
+    found = {c.key(): _unlocked(c, say) for c in configs}
+    if all(run is not None for run in found.values()):
+        return [found[c.key()] for c in configs]
+    rest = [c for c in configs if found[c.key()] is None]
+    try:
+        with contextlib.ExitStack() as locks:
+            for config in sorted(rest, key=RunConfig.key):
+                locks.enter_context(_lock(config))
+            found.update({c.key(): _cached(c, say) for c in rest})
+            missing = [c for c in rest if found[c.key()] is None]
+            for config in missing:
+                say(f"training {config.label()} [{entry_dir(config).name[:12]}] for {config.epochs} epochs")
+            for run in train_group(missing, device=device, progress=progress) if missing else []:
+                save(run)
+                found[run.config.key()] = run
+                say(f"trained {run.config.label()} in {run.meta['seconds']:.1f} s")
+    except OSError as exc:
+        if isinstance(exc, CacheWriteError) or not _read_only(exc):
+            raise
+        missing = [c for c in rest if found[c.key()] is None]
+        for run in _train_unsaved(missing, say, device=device, progress=progress):
             found[run.config.key()] = run
-            say(f"trained {run.config.label()} in {run.meta['seconds']:.1f} s")
     return [found[c.key()] for c in configs]
 
 
@@ -218,3 +396,34 @@ def get_or_train_many(configs, *, device=None, progress: bool | None = None,
             got = _get_or_train_seeds(members, device=device, progress=progress, verbose=verbose)
         found.update((c.key(), run) for c, run in zip(members, got))
     return [found[c.key()] for c in configs]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m dlgn_lib.runs export FILE [--profile P] [--notebook NN]`` and ``import FILE [--into DIR]``."""
+    from . import bundle
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.runs",
+                                     description="Pack run-cache entries into a bundle, or add a bundle's entries to a cache.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    out = sub.add_parser("export", help="write the cache's verified entries (or one profile's / notebook's) to FILE")
+    out.add_argument("file", type=Path)
+    out.add_argument("--profile", choices=_config.PROFILES, help="only entries trained under this profile")
+    out.add_argument("--notebook", help="only entries trained by this notebook (e.g. 05)")
+    into = sub.add_parser("import", help="verify a bundle and add its entries to the cache")
+    into.add_argument("file", type=Path)
+    into.add_argument("--into", type=Path, help="the cache to add to (default: DLGN_RUNS_DIR or data/runs)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "export":
+            keys = bundle.export(args.file, profile=args.profile, notebook=args.notebook)
+            print(f"wrote {len(keys)} entries to {args.file}")
+        else:
+            report = bundle.import_bundle(args.file, args.into)
+            print(report.text() + f" into {args.into or locations.display_path(locations.runs_dir())}")
+    except bundle.BundleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

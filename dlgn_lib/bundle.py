@@ -1,0 +1,193 @@
+"""Run bundles: cache entries packed into one file, to hand trained runs to a class.
+
+A teacher trains once (``make figures PROFILE=full``) and exports; students import, or a course
+server points ``DLGN_RUNS_DIR`` at a shared read-only folder the bundle was imported into::
+
+    python -m dlgn_lib.runs export course.tar.gz [--profile full] [--notebook 05]
+    python -m dlgn_lib.runs import course.tar.gz [--into DIR]
+
+A bundle is a gzipped tar of entry folders (``<key>/manifest.json``, ``<key>/run.pt``, exactly as
+in the cache) and ``bundle.json`` (what it holds). Import trusts nothing in it:
+
+- members other than those files and their folders are refused before anything is written:
+  absolute paths, ``..``, links, devices, anything else (a crafted tar is a classic attack);
+- every entry is verified as the cache verifies its own (checksum, layout, key recomputed from
+  the config, so an entry of another code version is refused) in a temporary folder; one bad
+  entry refuses the whole bundle, and the temporary folder is removed;
+- a valid local entry is never replaced (it is reported as present); a corrupt one is.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__, locations, runs
+from . import config as _config
+from .config import PROFILES
+
+BUNDLE_FORMAT = 1
+_ENTRY_NAME = re.compile(r"^[0-9a-f]{20}$")
+_MEMBER = re.compile(r"^(bundle\.json|[0-9a-f]{20}|[0-9a-f]{20}/(run\.pt|manifest\.json))$")
+ENTRY_FILES = ("manifest.json", "run.pt")
+
+
+class BundleError(RuntimeError):
+    """A bundle cannot be written or is refused; the message names the file, member or entry."""
+
+
+@dataclass
+class ImportReport:
+    """What an import did, entry by entry (keys, shortened)."""
+    imported: list[str] = field(default_factory=list)
+    present: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return (f"imported {len(self.imported)} entries, {len(self.replaced)} corrupt local entries replaced, "
+                f"{len(self.present)} already present (kept)")
+
+
+def _selected(manifest: dict, profile: str | None, notebook: str | None) -> bool:
+    made_by = manifest.get("made_by") or {}
+    return ((profile is None or made_by.get("profile") == profile)
+            and (notebook is None or made_by.get("notebook") == notebook))
+
+
+def export(file: Path | str, *, profile: str | None = None, notebook: str | None = None,
+           root: Path | None = None) -> list[str]:
+    """Write the verified entries of the cache (or of one profile / notebook) to ``file``.
+
+    Entries are selected by the notebook and profile recorded when they were trained (``made_by``
+    in their manifest); entries that fail verification are left out and named. Returns the keys.
+    """
+    if profile is not None and profile not in PROFILES:
+        raise BundleError(f"--profile {profile!r} is not a profile; choose one of {', '.join(PROFILES)}")
+    root = Path(root) if root else locations.runs_dir()
+    file = Path(file)
+    chosen, skipped = [], []
+    for folder in runs.entry_folders(root):
+        try:
+            manifest = runs.verify_entry(folder)
+        except runs.CorruptEntry as exc:
+            skipped.append(f"{folder.name}: {exc}")
+            continue
+        if _selected(manifest, profile, notebook):
+            chosen.append(folder)
+    if not chosen:
+        what = " and ".join(x for x in (profile and f"profile {profile}", notebook and f"notebook {notebook}") if x)
+        raise BundleError(f"no valid entries to export from {root}" + (f" for {what}" if what else ""))
+    about = {"format": BUNDLE_FORMAT, "dlgn_lib": __version__, "code_version": _config.CODE_VERSION,
+             "entries": [f.name for f in chosen], "profile": profile, "notebook": notebook}
+    file.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{file.name}.", dir=file.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
+            data = json.dumps(about, indent=1).encode()
+            info = tarfile.TarInfo("bundle.json")
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+            for folder in chosen:
+                for name in ENTRY_FILES:
+                    tar.add(folder / name, arcname=f"{folder.name}/{name}", recursive=False)
+        os.replace(tmp, file)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    for line in skipped:
+        print(f"left out (fails verification): {line}")
+    return [f.name for f in chosen]
+
+
+def _check_member(member: tarfile.TarInfo) -> None:
+    name = member.name
+    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
+        raise BundleError(f"member {name!r} has an absolute path")
+    if ".." in Path(name).parts or "\\" in name:
+        raise BundleError(f"member {name!r} leaves the bundle's folder")
+    if not (member.isfile() or member.isdir()):
+        kind = "a link" if (member.issym() or member.islnk()) else "a device or special file"
+        raise BundleError(f"member {name!r} is {kind}; a bundle holds plain files and folders only")
+    if not _MEMBER.match(name.rstrip("/")):
+        raise BundleError(f"member {name!r} is not part of a run bundle (expected <key>/manifest.json, "
+                          "<key>/run.pt or bundle.json)")
+    if member.isdir() == name.rstrip("/").endswith((".pt", ".json")):
+        raise BundleError(f"member {name!r} has the wrong type")
+
+
+def _open(file: Path) -> tarfile.TarFile:
+    try:
+        return tarfile.open(file, mode="r:*")
+    except FileNotFoundError:
+        raise BundleError(f"{file}: no such bundle") from None
+    except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
+        raise BundleError(f"{file} is not a readable run bundle (truncated or not a tar.gz): {exc}") from None
+
+
+def import_bundle(file: Path | str, into: Path | str | None = None) -> ImportReport:
+    """Verify every member and entry of a bundle, then add its entries to the cache ``into``.
+
+    Nothing is written unless the whole bundle passes; see the module docstring for what is
+    refused. Returns what was imported, kept and replaced.
+    """
+    file = Path(file)
+    root = Path(into).expanduser().resolve() if into else locations.runs_dir()
+    with _open(file) as tar:
+        try:
+            members = tar.getmembers()
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            raise BundleError(f"{file} is not a readable run bundle (truncated or damaged): {exc}") from None
+        for member in members:
+            _check_member(member)
+        files = [m for m in members if m.isfile()]
+        entries = sorted({m.name.split("/")[0] for m in files if "/" in m.name})
+        if not entries:
+            raise BundleError(f"{file} holds no run entries")
+        for key in entries:
+            have = sorted(m.name.split("/")[1] for m in files if m.name.startswith(key + "/"))
+            if have != sorted(ENTRY_FILES):
+                raise BundleError(f"entry {key} in {file} has files {have}, not {list(ENTRY_FILES)}")
+        root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".tmp-import-{socket.gethostname()}-{os.getpid()}-", dir=root))
+        try:
+            for member in files:
+                target = staging / member.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                try:
+                    with open(target, "wb") as out:
+                        shutil.copyfileobj(source, out)
+                except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
+                    raise BundleError(f"{file}: member {member.name} cannot be read (truncated?): {exc}") from None
+            for key in entries:
+                try:
+                    runs.verify_entry(staging / key)
+                except runs.CorruptEntry as exc:
+                    raise BundleError(f"entry {key} in {file} is refused: {exc}") from None
+            report = ImportReport()
+            for key in entries:
+                with runs.entry_lock(key, root):
+                    local = root / key
+                    if local.exists():
+                        try:
+                            runs.verify_entry(local)
+                            report.present.append(key)
+                            continue
+                        except runs.CorruptEntry:
+                            runs.discard(local)
+                            report.replaced.append(key)
+                    else:
+                        report.imported.append(key)
+                    runs.make_shareable(staging / key)
+                    os.rename(staging / key, local)
+            return report
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
