@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 
 from . import kernels, paths
-from .train import task_loss
+from .losses import task_loss
 
 TWO_PI = 2.0 * math.pi
 #: Cells shorter than this (radians) are dropped: they arise where two boundaries coincide.
@@ -433,7 +433,7 @@ def soft_path_mass_density(model, arcs: Mapping[str, tuple], magnitudes: np.ndar
 
 @torch.no_grad()
 def arc_losses(model, theta, y: torch.Tensor, arcs: Mapping[str, tuple], task: str) -> dict[str, float]:
-    """The task loss of the model on the points of each named arc (``train.task_loss``)."""
+    """The task loss of the model on the points of each named arc (``losses.task_loss``)."""
     theta = np.asarray(theta, dtype=np.float64)
     out = model(points(theta, model))
     y = torch.as_tensor(y).to(out.dtype)

@@ -91,6 +91,8 @@ def verdict(claim: str, checks, profile: str) -> None:
 
 
 HISTORY_FILE = Path(__file__).with_name("verdict_history.json")
+#: Notebooks of the series that judge no claim: the primer, the benchmark table, the C5 map.
+WITHOUT_VERDICT = ("00", "09", "11")
 #: How ``history`` starts each earlier verdict line, so that readers of the outputs (the series
 #: runner's summary) can tell earlier verdicts from current ones.
 EARLIER_MARK = "earlier:"
@@ -108,7 +110,8 @@ def history(notebook: str) -> None:
     cell): what each said, under which setting, and why it was superseded."""
     entries = earlier_verdicts(notebook)
     if not entries:
-        print(f"notebook {notebook}: no earlier verdict; the verdict above is its first")
+        print(f"notebook {notebook}: no verdict, and none earlier (a map or a table)" if notebook in WITHOUT_VERDICT
+              else f"notebook {notebook}: no earlier verdict; the verdict above is its first")
         return
     print(f"notebook {notebook}: earlier verdicts (the current one is printed above)")
     for entry in entries:

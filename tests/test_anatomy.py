@@ -22,11 +22,11 @@ import re
 import nbformat
 import pytest
 
-from dlgn_lib import config, locations
+from dlgn_lib import config, locations, verdict
 
 NOTEBOOKS = sorted((locations.REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 ORDER = ("title", "reconstruction", "parameters", "setup", "rule", "verdict", "exercises", "results", "history")
-WITH_VERDICT = {"01", "02", "03", "04", "05", "06", "07", "08", "10"}
+WITH_VERDICT = set(config.NOTEBOOK_PARAMETERS) - set(verdict.WITHOUT_VERDICT)
 MAX_FUNCTION_LINES = 6   # a def line and a few lines of body
 MEASURES = re.compile(r"get_or_train|\bdl\.train\.|\.fit\(")
 CONFIG_ATTRIBUTES = {"seeds", "run", "describe", "target_seed", "seed", "profile", "notebook", "sizes"}

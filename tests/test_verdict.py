@@ -50,7 +50,9 @@ def test_history_prints_every_earlier_verdict_with_its_setting_and_reason(capsys
             assert "SUPPORTED" in entry["verdict"] and entry["reason"]
             assert entry["verdict"] in out and entry["reason"] in out and entry["setting"] in out
     history("00")
-    assert "no earlier verdict" in capsys.readouterr().out
+    assert capsys.readouterr().out == "notebook 00: no verdict, and none earlier (a map or a table)\n"
+    history("99")   # a notebook with a verdict but no earlier one
+    assert capsys.readouterr().out == "notebook 99: no earlier verdict; the verdict above is its first\n"
 
 
 def _code_of(notebook: str) -> str:

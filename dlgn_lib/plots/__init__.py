@@ -61,7 +61,7 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
 use_style()
 
 #: Topic modules of plot functions, imported on first use (``dl.plots.circle``, …).
-TOPICS = ("circle", "hyperplanes", "images", "planes", "regions", "sensitivity")
+TOPICS = ("circle", "hyperplanes", "images", "planes", "regions", "sensitivity", "tables")
 
 
 def __getattr__(name: str):
