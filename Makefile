@@ -8,6 +8,7 @@
 #   make test                     library tests, then nbval on the committed notebooks
 #   make lab                      JupyterLab on 127.0.0.1
 #   make bench                    performance benchmarks (SPEC §6)
+#   make report                   regenerate the README's tables and the notebooks' results blocks
 #   make data                     prepare the datasets
 #   make lock                     re-pin requirements.lock from .venv as it is now
 #                                 (after a `.venv/bin/pip install NAME==VERSION`)
@@ -25,7 +26,7 @@ STAMP := $(VENV)/.dlgn-installed.stamp
 BUILD_DIR := $(or $(DLGN_BUILD_DIR),build)
 RUNS_DIR := $(or $(DLGN_RUNS_DIR),$(or $(DLGN_DATA_DIR),data)/runs)
 
-.PHONY: venv data figures test lab bench lock clean
+.PHONY: venv data figures test lab bench report lock clean check-profile
 
 venv: $(STAMP)
 
@@ -40,7 +41,8 @@ $(STAMP): requirements.lock pyproject.toml
 data: venv
 	$(PY) -m dlgn_lib.data prepare
 
-figures: venv data
+# The profile is checked before anything is installed or prepared.
+figures: check-profile venv data
 	$(PY) -m dlgn_lib.series run --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
 
 # Two runs, both must pass: the library tests (tests/, every subfolder included), then the
@@ -55,6 +57,15 @@ lab: venv
 
 bench: venv
 	$(PY) -m dlgn_lib.bench
+
+# The README's tables, the course guide's timing table and each notebook's results block, from the
+# committed notebooks and docs/full_results.json (after re-executing notebooks; `make test` checks).
+report: venv
+	$(PY) -m dlgn_lib.report write
+
+check-profile:
+	@case "$(PROFILE)" in quick|full) ;; \
+	  *) echo "error: PROFILE=$(PROFILE) is not a profile; use PROFILE=quick or PROFILE=full" >&2; exit 2;; esac
 
 lock:
 	{ echo "# Every package of the environment, pinned (Linux x86_64, CPython 3.11). Regenerate with: make lock"; \

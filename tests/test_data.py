@@ -374,6 +374,51 @@ def test_fashion_corrupt_file_is_refused(tmp_path, monkeypatch):
         data.fashion_mnist()
 
 
+def _truncate(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _without_labels(path):
+    with np.load(path) as npz:
+        images = npz["images"]
+    np.savez(path, images=images)
+
+
+DAMAGES = {
+    "truncated train.npz": ("train.npz", _truncate),
+    "empty test.npz": ("test.npz", lambda p: p.write_bytes(b"")),
+    "npz without labels": ("train.npz", _without_labels),
+    "source.json not JSON": ("source.json", lambda p: p.write_text('{"source": "te')),
+    "source.json without checksums": ("source.json", lambda p: p.write_text('{"source": "test"}')),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_damaged_prepared_files_name_the_file_and_make_data_repairs_them(damage, tmp_path, monkeypatch):
+    monkeypatch.setenv("DLGN_DATA_DIR", str(tmp_path))
+    folder = tmp_path / "fashion_mnist"
+    write_prepared(folder, per_class_train=10, per_class_test=2)
+    good = data.fashion_mnist()
+    name, spoil = DAMAGES[damage]
+    spoil(folder / name)
+    with pytest.raises(data.DatasetNotAvailable) as error:
+        data.fashion_mnist()
+    message = str(error.value)
+    assert str(folder / name) in message and "make data" in message
+
+    def rebuilt_source(raw):   # the source the files were prepared from, read again
+        write_prepared(tmp_path / "again", per_class_train=10, per_class_test=2)
+        arrays = {}
+        for part in ("train", "test"):
+            with np.load(tmp_path / "again" / f"{part}.npz") as npz:
+                arrays[f"{part}_images"], arrays[f"{part}_labels"] = npz["images"], npz["labels"]
+        return "test", "test split", arrays
+    monkeypatch.setattr(data_prepare, "_from_torchvision", rebuilt_source)
+    data_prepare.main(["prepare"])   # what `make data` runs: it prepares the files again
+    repaired = data.fashion_mnist()
+    assert torch.equal(repaired.x_train, good.x_train) and torch.equal(repaired.y_test, good.y_test)
+
+
 def test_fashion_missing_offline_names_the_file(offline_data_dir):
     with pytest.raises(data.DatasetNotAvailable) as error:
         data.fashion_mnist()

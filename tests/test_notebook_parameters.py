@@ -33,41 +33,35 @@ def run_papermill(notebook: Path, tmp_path: Path, **parameters):
                                       cwd=str(notebook.parent), progress_bar=False, kernel_name="python3")
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[n.stem for n in NOTEBOOKS])
-def test_unknown_profile_fails_naming_profile_and_touches_nothing(notebook, sandbox, tmp_path):
+def refused(notebook: Path, sandbox, tmp_path, **parameters) -> str:
+    """Run a notebook with bad parameters: it must fail, and no figure or cache file may change."""
     figures, cache = sandbox
     before = (tree_state(figures), tree_state(cache))
     with pytest.raises(papermill.PapermillExecutionError) as info:
-        run_papermill(notebook, tmp_path, PROFILE="bogus")
-    message = str(info.value)
-    assert "PROFILE" in message and "'quick', 'full'" in message
+        run_papermill(notebook, tmp_path, **parameters)
     assert (tree_state(figures), tree_state(cache)) == before
+    return str(info.value)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[n.stem for n in NOTEBOOKS])
+def test_unknown_profile_fails_naming_profile_and_touches_nothing(notebook, sandbox, tmp_path):
+    message = refused(notebook, sandbox, tmp_path, PROFILE="bogus")
+    assert "PROFILE" in message and "'quick', 'full'" in message
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[n.stem for n in NOTEBOOKS])
 def test_misspelt_parameter_fails_naming_it_and_touches_nothing(notebook, sandbox, tmp_path):
     """``-p PROFIEL full`` used to run the quick profile silently; now it stops before any work."""
-    figures, cache = sandbox
-    before = (tree_state(figures), tree_state(cache))
-    with pytest.raises(papermill.PapermillExecutionError) as info:
-        run_papermill(notebook, tmp_path, PROFIEL="full")
-    message = str(info.value)
-    assert "no parameter PROFIEL" in message
+    message = refused(notebook, sandbox, tmp_path, PROFIEL="full")
     known = config.NOTEBOOK_PARAMETERS[notebook.name[:2]]
-    assert "its parameters are " + ", ".join(known) in message
-    assert (tree_state(figures), tree_state(cache)) == before
+    assert "no parameter PROFIEL" in message and "its parameters are " + ", ".join(known) in message
 
 
 @pytest.mark.parametrize("notebook", [n for n in NOTEBOOKS
                                       if "EPOCHS" not in config.NOTEBOOK_PARAMETERS[n.name[:2]]][:2],
                          ids=lambda n: n.stem)
 def test_a_parameter_the_notebook_does_not_declare_is_refused(notebook, sandbox, tmp_path):
-    figures, cache = sandbox
-    before = (tree_state(figures), tree_state(cache))
-    with pytest.raises(papermill.PapermillExecutionError) as info:
-        run_papermill(notebook, tmp_path, EPOCHS=5)
-    assert "no parameter EPOCHS" in str(info.value)
-    assert (tree_state(figures), tree_state(cache)) == before
+    assert "no parameter EPOCHS" in refused(notebook, sandbox, tmp_path, EPOCHS=5)
 
 
 def test_every_notebook_declares_exactly_its_registered_parameters():
@@ -82,13 +76,21 @@ def test_every_notebook_declares_exactly_its_registered_parameters():
 @pytest.mark.parametrize("parameters,name", [(dict(SEED=-1), "SEED"), (dict(SEED="zero"), "SEED"),
                                              (dict(SEED=2**64), "SEED")])
 def test_bad_seed_fails_naming_seed(parameters, name, sandbox, tmp_path):
-    figures, cache = sandbox
-    before = (tree_state(figures), tree_state(cache))
-    with pytest.raises(papermill.PapermillExecutionError) as info:
-        run_papermill(NOTEBOOKS[0], tmp_path, **parameters)
-    assert name in str(info.value)
-    assert (tree_state(figures), tree_state(cache)) == before
+    assert name in refused(NOTEBOOKS[0], sandbox, tmp_path, **parameters)
 
 
 def test_there_are_notebooks_to_check():
     assert len(NOTEBOOKS) >= 1, "no notebooks found under notebooks/"
+
+
+def test_make_rejects_a_bad_profile_before_installing_or_preparing_anything(tmp_path):
+    import shutil
+    import subprocess
+    if shutil.which("make") is None:
+        pytest.fail("make is not installed (the CI script installs it)")
+    env = {"PATH": "/usr/bin:/bin", "DLGN_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)}
+    done = subprocess.run(["make", "--no-print-directory", "figures", "PROFILE=bogus", f"VENV={tmp_path / 'venv'}"],
+                          cwd=locations.REPO_ROOT, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode != 0
+    assert "PROFILE=bogus is not a profile; use PROFILE=quick or PROFILE=full" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "nothing was installed or prepared"

