@@ -1,4 +1,5 @@
 """Bad notebook parameters fail at once, through papermill, and touch no figure or cache file (SPEC §7)."""
+import hashlib
 from pathlib import Path
 
 import papermill
@@ -10,22 +11,25 @@ NOTEBOOKS = sorted((locations.REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"
 
 
 def tree_state(folder: Path) -> dict:
-    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+    """Every file under ``folder`` with the SHA-256 of its bytes."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in folder.rglob("*") if p.is_file()}
 
 
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
-    figures, cache = tmp_path / "figures", tmp_path / "runs"
-    figures.mkdir()
-    cache.mkdir()
+    """Figures, data and run cache in a temporary folder, each holding a file written before."""
+    figures, data, cache = tmp_path / "figures", tmp_path / "data", tmp_path / "runs"
+    for folder in (figures, data / "fashion_mnist", cache / "existing-entry"):
+        folder.mkdir(parents=True)
     (figures / "00_existing.png").write_bytes(b"an existing figure")
-    (cache / "existing-entry").mkdir()
+    (data / "fashion_mnist" / "source.json").write_text('{"source": "existing"}')
     (cache / "existing-entry" / "run.pt").write_bytes(b"an existing cache entry")
     monkeypatch.setenv("DLGN_FIGURES_DIR", str(figures))
+    monkeypatch.setenv("DLGN_DATA_DIR", str(data))
     monkeypatch.setenv("DLGN_RUNS_DIR", str(cache))
     monkeypatch.setenv("DLGN_QUIET", "1")
-    return figures, cache
+    return figures, data, cache
 
 
 def run_papermill(notebook: Path, tmp_path: Path, **parameters):
@@ -35,11 +39,10 @@ def run_papermill(notebook: Path, tmp_path: Path, **parameters):
 
 def refused(notebook: Path, sandbox, tmp_path, **parameters) -> str:
     """Run a notebook with bad parameters: it must fail, and no figure or cache file may change."""
-    figures, cache = sandbox
-    before = (tree_state(figures), tree_state(cache))
+    before = [tree_state(folder) for folder in sandbox]
     with pytest.raises(papermill.PapermillExecutionError) as info:
         run_papermill(notebook, tmp_path, **parameters)
-    assert (tree_state(figures), tree_state(cache)) == before
+    assert [tree_state(folder) for folder in sandbox] == before, "figures, data or the run cache changed"
     return str(info.value)
 
 
