@@ -6,7 +6,8 @@
 #                                 notebooks side by side on a local Dask cluster of N worker
 #                                 processes (default: one per core)
 #   make test                     library tests, then nbval on the committed notebooks
-#   make lab                      JupyterLab on 127.0.0.1
+#   make lab                      JupyterLab on 127.0.0.1, serving notebooks/ (no solutions there)
+#   make student                  the student edition: build/student/ (outputs cleared, no solutions)
 #   make bench                    performance benchmarks (SPEC §6)
 #   make report                   regenerate the README's tables and the notebooks' results blocks
 #   make data                     prepare the datasets
@@ -16,7 +17,8 @@
 #
 # Progress bars go quiet when CI=true is in the environment (the library reads it).
 
-# The pinned PyTorch wheels are built for CPython 3.11.
+# The pinned PyTorch wheels are built for CPython 3.11: the venv step stops at once, before any
+# download, when $(PYTHON) is missing or another version (pass PYTHON=/path/to/python3.11).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 PROFILE ?= quick
 WORKERS ?=
@@ -26,13 +28,17 @@ STAMP := $(VENV)/.dlgn-installed.stamp
 BUILD_DIR := $(or $(DLGN_BUILD_DIR),build)
 RUNS_DIR := $(or $(DLGN_RUNS_DIR),$(or $(DLGN_DATA_DIR),data)/runs)
 
-.PHONY: venv data figures test lab bench report lock clean check-profile
+.PHONY: venv data figures test lab bench report student lock clean check-profile
 
 venv: $(STAMP)
 
 # Re-installs whenever the lock or the project metadata changes. The lock pins every package,
 # the test tools included; the project itself goes in with its `test` extra, so `make test` has them.
 $(STAMP): requirements.lock pyproject.toml
+	@test -x $(PY) || { test -n "$(PYTHON)" && "$(PYTHON)" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; } || \
+	  { echo "error: dlgn-halfspace needs Python 3.11 (its pinned PyTorch wheels are built for CPython 3.11);" \
+	    "found: $(if $(PYTHON),$(PYTHON) = $$("$(PYTHON)" --version 2>&1),no python3.11 or python3 on PATH)." \
+	    "Install Python 3.11 or run: make PYTHON=/path/to/python3.11 ... (other platforms: see README, Install)" >&2; exit 2; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -r requirements.lock
 	$(PY) -m pip install --no-deps -e '.[test]'
@@ -62,6 +68,10 @@ bench: venv
 # committed notebooks and docs/full_results.json (after re-executing notebooks; `make test` checks).
 report: venv
 	$(PY) -m dlgn_lib.report write
+
+# Notebooks with outputs and results cleared, exercises kept; solutions stay in teaching/.
+student: venv
+	$(PY) -m dlgn_lib.student $(BUILD_DIR)/student
 
 check-profile:
 	@case "$(PROFILE)" in quick|full) ;; \

@@ -4,7 +4,7 @@ Three kinds of text are written here, each between markers ``<!-- report:NAME --
 ``<!-- /report:NAME -->`` that nothing else edits:
 
 - the README's claims table (``claims``) and runtime table (``times``);
-- the course guide's timing table (``times``, ``notebooks/README.md``);
+- the course guide's timing table (``times``, ``teaching/course_guide.md``);
 - each notebook's "## Results" cell (``results``): every verdict check with its value under
   ``quick`` and ``full``, and the runtimes.
 
@@ -34,7 +34,7 @@ from .verdict import EARLIER_MARK, earlier_verdicts
 
 NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
 README = locations.REPO_ROOT / "README.md"
-COURSE_GUIDE = NOTEBOOKS_DIR / "README.md"
+COURSE_GUIDE = locations.REPO_ROOT / "teaching" / "course_guide.md"
 FULL_RECORD = locations.REPO_ROOT / "docs" / "full_results.json"
 
 #: The claims of the paper's abstract (paraphrased) and the notebooks that test each.

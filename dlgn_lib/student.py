@@ -1,0 +1,120 @@
+"""The student edition: the notebooks to hand out, with nothing a student should find ready-made.
+
+``python -m dlgn_lib.student OUT`` (``make student`` writes ``build/student``) copies every notebook
+of the series with:
+
+- outputs and execution counts cleared (students run the cells and see the verdicts themselves);
+- the cells tagged ``results`` left out (they report the measured numbers and verdicts);
+- the exercises kept.
+
+Solutions and the course guide live in ``teaching/``, never in ``notebooks/`` (the folder ``make
+lab`` serves) and never in the edition; ``leaked_solution_lines`` is the check that none of their
+text got in.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+
+from . import locations
+
+NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
+SOLUTIONS = locations.REPO_ROOT / "teaching" / "SOLUTIONS.md"
+#: Solution lines shorter than this are too generic to count as leaked text ("```python").
+MIN_LINE = 40
+
+README = """# Half-space feature learning: student notebooks
+
+Open the notebooks in JupyterLab and run every cell, in order (Run > Run All Cells). Each notebook
+states a claim of *Half-Space Feature Learning in Neural Networks* (arXiv 2404.04312), fixes its
+verdict rule before measuring anything, measures, and prints the verdict. The exercises are at the
+end of each notebook. Trained runs are cached, so a second run of a notebook takes seconds.
+"""
+
+
+def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of ``nb`` with outputs cleared and the ``results`` cells left out."""
+    copy = nbformat.from_dict(nb)
+    copy.cells = [c for c in copy.cells if "results" not in c.metadata.get("tags", [])]
+    for cell in copy.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+            cell.metadata.pop("execution", None)
+    copy.metadata.pop("widgets", None)
+    return copy
+
+
+def write_edition(out: Path | str, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
+    """Write the student edition into ``out`` (replaced whole); returns the notebooks written."""
+    out = Path(out)
+    notebooks = sorted(Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
+    if not notebooks:
+        raise FileNotFoundError(f"{notebooks_dir}: no notebooks (NN_*.ipynb)")
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    written = []
+    for path in notebooks:
+        nbformat.write(student_notebook(nbformat.read(path, as_version=4)), tmp / path.name)
+        written.append(out / path.name)
+    (tmp / "README.md").write_text(README)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return written
+
+
+def solution_lines(solutions: Path = SOLUTIONS) -> set[str]:
+    """The distinctive lines of the worked solutions (inside their folded ``<details>`` blocks)."""
+    text = solutions.read_text()
+    blocks = re.findall(r"<details>(.*?)</details>", text, flags=re.S)
+    return {line.strip() for block in blocks for line in block.splitlines() if len(line.strip()) >= MIN_LINE}
+
+
+def leaked_solution_lines(edition: Path, solutions: Path = SOLUTIONS) -> dict[str, list[str]]:
+    """Solution lines found in the edition's files (file name -> lines); empty when nothing leaked."""
+    lines = solution_lines(solutions)
+    found = {}
+    for path in sorted(Path(edition).rglob("*")):
+        if path.is_file():
+            text = readable_text(path)
+            if hits := sorted(line for line in lines if line in text):
+                found[path.name] = hits
+    return found
+
+
+def readable_text(path: Path) -> str:
+    """What a reader of the file sees: a notebook's cell sources and text outputs (its JSON
+    escapes quotes and backslashes), any other file as it is."""
+    if path.suffix != ".ipynb":
+        return path.read_text(errors="replace")
+    nb = nbformat.read(path, as_version=4)
+    parts = []
+    for cell in nb.cells:
+        parts.append(cell.source)
+        for output in cell.get("outputs", []):
+            parts.append(str(output.get("text", "")))
+            parts += [str(v) for k, v in output.get("data", {}).items() if k.startswith("text/")]
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.student", description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="folder to write (replaced whole)")
+    args = parser.parse_args(argv)
+    written = write_edition(args.out)
+    leaked = leaked_solution_lines(args.out)
+    if leaked:
+        print(f"error: solution text in the student edition: {leaked}", file=sys.stderr)
+        return 1
+    print(f"student edition: {len(written)} notebooks in {locations.display_path(args.out)} "
+          "(outputs and results cleared, exercises kept, no solution text)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
