@@ -157,7 +157,7 @@ def get_or_train_group(configs: list[RunConfig], runs_dir: str, device=None, ver
             f"worker {worker_address()} uses the run cache {here}, the client {runs_dir}; "
             f"start the workers with DLGN_RUNS_DIR={runs_dir}"
         )
-    return runs.get_or_train_many(configs, device=device, progress=False, verbose=verbose)
+    return runs.get_or_train_many(configs, device=device, progress=False, verbose=verbose, detail=verbose)
 
 
 def get_or_train_distributed(configs: Iterable[RunConfig], client: Client, *, device=None,

@@ -337,30 +337,34 @@ def get_or_train(config: RunConfig, *, device=None, progress: bool | None = None
     Prints "loaded run …" or "training …" (with seconds), and reports a corrupt entry before
     retraining it. A valid entry is read without a lock (a read-only cache works).
     """
-    return _get_or_train_seeds([config], device=device, progress=progress, verbose=verbose)[0]
+    return _get_or_train_seeds([config], device=device, progress=progress, say=_speaker(verbose))[0]
 
 
-def _get_or_train_seeds(configs: list[RunConfig], *, device, progress, verbose) -> list[Run]:
+def _get_or_train_seeds(configs: list[RunConfig], *, device, progress, say, tally: dict | None = None) -> list[Run]:
     """``get_or_train`` for configs that differ only in seed: the missing ones train together.
 
     Valid entries are read without locks first. For the rest, the locks of all configs are held
     (taken in key order, so two processes cannot deadlock) while the cache is re-checked and the
     missing seeds are trained together by ``train_group`` (reconstruction §6) and saved, one entry
-    per seed.
+    per seed. ``tally`` (if given) counts the runs ``loaded`` and ``trained`` and the training
+    ``seconds``.
     """
-    say = _speaker(verbose)
+    tally = {"loaded": 0, "trained": 0, "seconds": 0.0} if tally is None else tally
     found = {c.key(): _unlocked(c, say) for c in configs}
-    if all(run is not None for run in found.values()):
-        return [found[c.key()] for c in configs]
     rest = [c for c in configs if found[c.key()] is None]
+    tally["loaded"] += len(configs) - len(rest)
+    if not rest:
+        return [found[c.key()] for c in configs]
     try:
         with contextlib.ExitStack() as locks:
             for config in sorted(rest, key=RunConfig.key):
                 locks.enter_context(_lock(config))
             found.update({c.key(): _cached(c, say) for c in rest})
             missing = [c for c in rest if found[c.key()] is None]
+            tally["loaded"] += len(rest) - len(missing)
             for config in missing:
                 say(f"training {config.label()} [{entry_dir(config).name[:12]}] for {config.epochs} epochs")
+            start = time.perf_counter()
             for run in train_group(missing, device=device, progress=progress) if missing else []:
                 save(run)
                 found[run.config.key()] = run
@@ -369,34 +373,45 @@ def _get_or_train_seeds(configs: list[RunConfig], *, device, progress, verbose) 
         if isinstance(exc, CacheWriteError) or not _read_only(exc):
             raise
         missing = [c for c in rest if found[c.key()] is None]
+        start = time.perf_counter()
         for run in _train_unsaved(missing, say, device=device, progress=progress):
             found[run.config.key()] = run
+    if missing:
+        tally["trained"] += len(missing)
+        tally["seconds"] += time.perf_counter() - start
     return [found[c.key()] for c in configs]
 
 
-def get_or_train_many(configs, *, device=None, progress: bool | None = None,
-                      verbose: bool = True) -> list[Run]:
+def summary_line(n_runs: int, tally: dict) -> str:
+    """One line for a group of runs: how many were loaded and trained, and the training time."""
+    line = f"{n_runs} run{'s' if n_runs != 1 else ''}: {tally['loaded']} loaded from the cache, {tally['trained']} trained"
+    return line + (f" in {tally['seconds']:.1f} s" if tally["trained"] else "")
+
+
+def get_or_train_many(configs, *, device=None, progress: bool | None = None, verbose: bool = True,
+                      detail: bool = False) -> list[Run]:
     """``get_or_train`` for each config; returns the runs in the order of ``configs``.
 
     Configs equal in everything but ``seed`` form a group: its configs missing from the cache
-    are trained at once (``train_group``: fused or vectorised over seeds, SPEC §6), and saved one
-    entry per seed. Each config prints the same "loaded run …" / "training …" lines as with
-    ``get_or_train``. A config listed twice is looked up once.
+    are trained at once (``train_group``: fused or vectorised over seeds, reconstruction §6), and
+    saved one entry per seed. Prints one summary line ("24 runs: 20 loaded from the cache, 4
+    trained in 31.2 s", ``summary_line``) unless ``verbose`` is false; ``detail=True`` adds the
+    "loaded run …" / "training …" line of every run. A config listed twice is looked up once.
+    Corrupt entries are always reported (on stderr).
     """
     configs = list(configs)
     groups: dict[str, dict[str, RunConfig]] = {}
     for config in configs:
         groups.setdefault(config.replace(seed=0).key(), {}).setdefault(config.key(), config)
     found: dict[str, Run] = {}
+    say, tally = _speaker(verbose and detail), {"loaded": 0, "trained": 0, "seconds": 0.0}
     for group in groups.values():
         members = list(group.values())
-        if len(members) == 1:
-            got = [get_or_train(members[0], device=device, progress=progress, verbose=verbose)]
-        else:
-            got = _get_or_train_seeds(members, device=device, progress=progress, verbose=verbose)
+        got = _get_or_train_seeds(members, device=device, progress=progress, say=say, tally=tally)
         found.update((c.key(), run) for c, run in zip(members, got))
+    if verbose:
+        print(summary_line(sum(len(g) for g in groups.values()), tally), flush=True)
     return [found[c.key()] for c in configs]
-
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m dlgn_lib.runs export FILE [--profile P] [--notebook NN]`` and ``import FILE [--into DIR]``."""

@@ -107,13 +107,14 @@ def test_get_or_train_many_batches_missing_seeds_and_saves_one_entry_each(monkey
         return group_trainer(configs, **kwargs)
     monkeypatch.setattr(runs, "train_group", recording)
     wanted = [seeds[2], other, seeds[0], seeds[1], seeds[3], seeds[2]]
-    got = runs.get_or_train_many(wanted)
+    got = runs.get_or_train_many(wanted, detail=True)
     out, err = capsys.readouterr()
 
     # The three missing seeds, once, together; then the other config alone.
     assert calls == [[("dlgn", 2), ("dlgn", 0), ("dlgn", 1)], [("relu", 0)]]
     assert "corrupt" in err and runs.entry_dir(seeds[1]).name in err
     assert out.count("loaded run") == 1 and f"loaded run {seeds[3].label()}" in out
+    assert out.splitlines()[-1].startswith("5 runs: 1 loaded from the cache, 4 trained in ")
     for cfg in (seeds[0], seeds[1], seeds[2], other):
         assert f"training {cfg.label()}" in out and f"trained {cfg.label()}" in out
     assert [r.config for r in got] == wanted and got[0] is got[-1]
@@ -131,6 +132,9 @@ def test_get_or_train_many_batches_missing_seeds_and_saves_one_entry_each(monkey
     def no_training(*args, **kwargs):
         raise AssertionError("trained although every entry exists")
     monkeypatch.setattr(runs, "train_group", no_training)
-    again = runs.get_or_train_many(wanted)
+    again = runs.get_or_train_many(wanted, detail=True)
     assert capsys.readouterr().out.count("loaded run") == 5
+    quiet = runs.get_or_train_many(wanted)   # by default: one summary line for the whole group
+    assert capsys.readouterr().out == "5 runs: 5 loaded from the cache, 0 trained\n"
+    assert [r.history for r in quiet] == [r.history for r in got]
     assert [r.history for r in again] == [r.history for r in got]
