@@ -2,6 +2,9 @@
 
 A small library behind the notebook series that rebuilds the claims of *Half-Space Feature
 Learning in Neural Networks* (Yadav, Ramaswamy, Lakshminarayanan, arXiv 2404.04312).
+
+Docstrings cite "reconstruction §n": the sections of ``docs/reconstruction.md``, the project's
+account of what it rebuilds (claims, conventions, data, metrics, profiles, verdict rules).
 """
 __version__ = "0.1.0"
 

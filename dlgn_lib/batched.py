@@ -1,4 +1,4 @@
-"""Train many seeds of one config at once, vectorised over the seed axis with ``vmap`` (SPEC §6).
+"""Train many seeds of one config at once, vectorised over the seed axis with ``vmap`` (reconstruction §6).
 
 This is the engine for the conv kinds; the fully connected kinds train faster through
 ``dlgn_lib.fused``. Lean epochs (``config.curves`` off) and fixed-order batches are not

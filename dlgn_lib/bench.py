@@ -1,4 +1,4 @@
-"""Performance benchmarks of SPEC §6: ``python -m dlgn_lib.bench [--quick] [--series]``.
+"""Performance benchmarks of reconstruction §6: ``python -m dlgn_lib.bench [--quick] [--series]``.
 
 Each row is a ratio of two timings taken in this one process. The timings are interleaved repeat
 by repeat (and their order reversed every other repeat), so a change in machine load hits both
@@ -40,7 +40,7 @@ from .config import DataSpec, ModelSpec, RunConfig
 
 @dataclass(frozen=True)
 class Sizes:
-    """Problem sizes of one bench mode; the defaults are SPEC §6's."""
+    """Problem sizes of one bench mode; the defaults are reconstruction §6's."""
     fc_in: int = 784                       # Fashion-MNIST, flattened
     fc_widths: tuple[int, ...] = (128,) * 4
     fc_classes: int = 10
@@ -64,7 +64,7 @@ class Sizes:
     sd1_seeds: int = 16
     sd1_protocol_epochs: int = 1501        # one whole protocol run per side, timed once
     repeats: int = 5
-    targets_apply: bool = True             # False at toy sizes: the targets are for SPEC's sizes
+    targets_apply: bool = True             # False at toy sizes: the targets are for the reconstruction's sizes
 
     def sd1_configs(self) -> list[RunConfig]:
         """The group's SD-I protocol (convention "group"), one config per seed."""
@@ -93,7 +93,7 @@ MODES = {
                   sd1_batch=20, sd1_epochs=2, sd1_seeds=2, sd1_protocol_epochs=3, repeats=1,
                   targets_apply=False),
 }
-SERIES_TARGETS = {"cold": 600.0, "warm": 120.0}   # seconds, SPEC §6
+SERIES_TARGETS = {"cold": 600.0, "warm": 120.0}   # seconds, reconstruction §6
 
 
 @dataclass(frozen=True)
@@ -515,11 +515,11 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(args.device) if args.device else models.default_device()
 
     command = " ".join(["python -m dlgn_lib.bench", *(argv if argv is not None else sys.argv[1:])])
-    head = [f"dlgn-halfspace benchmarks (SPEC §6): {command}", *machine_lines(device),
+    head = [f"dlgn-halfspace benchmarks (reconstruction §6): {command}", *machine_lines(device),
             f"mode {name}: {sizes.repeats} repeat(s); each ratio is measured within this process, "
             "interleaved; median [min – max] over repeats"]
     if not sizes.targets_apply:
-        head.append("toy sizes: the targets are for SPEC §6's sizes and are not judged here")
+        head.append("toy sizes: the targets are for reconstruction §6's sizes and are not judged here")
     print("\n".join(head), flush=True)
     rows, reference = measure(sizes, device, mode=name)
     if args.series:

@@ -1,4 +1,4 @@
-"""Analysis on circle data (SPEC §3 circle; claims C5 and C7): where half-spaces and path regions
+"""Analysis on circle data (reconstruction §3 circle; claims C5 and C7): where half-spaces and path regions
 sit relative to the target's discontinuities and arcs, and how fit, paths and kernels move in training.
 
 On the unit circle x = (cos θ, sin θ) a neuron's half-space is an arc, its boundary meets the circle
@@ -469,7 +469,7 @@ def breakpoint_shares(breakpoints, arcs: Mapping[str, tuple]) -> dict[str, float
 
 @torch.no_grad()
 def kernel_alignments(model, theta, y, arcs: Mapping[str, tuple]) -> dict[str, float]:
-    """Overlap-kernel–target alignments on the given angles (SPEC §2; claims C5, C7).
+    """Overlap-kernel–target alignments on the given angles (reconstruction §2; claims C5, C7).
 
     Returns keys ``alignment`` and ``centred`` (all angles), and per named arc ``<name> alignment``
     and ``<name> centred``: the kernel and the target restricted to that arc's angles

@@ -1,6 +1,6 @@
 """Do hidden units' half-spaces cluster? Hyperplane similarity and clustering scores (claim C6).
 
-Each gate of a DLGN is a half-space of the input space with normal ``V^ℓ_i`` (SPEC §1 effective
+Each gate of a DLGN is a half-space of the input space with normal ``V^ℓ_i`` (reconstruction §1 effective
 hyperplanes). Two units whose normals point along the same line, either way, cut the input space
 along nearly the same hyperplane, so similarity is measured by the absolute cosine
 

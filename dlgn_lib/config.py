@@ -1,4 +1,4 @@
-"""Run configurations (frozen dataclasses), profiles, and notebook parameter checks (SPEC §5, §7).
+"""Run configurations (frozen dataclasses), profiles, and notebook parameter checks (reconstruction §5, §7).
 
 A ``RunConfig`` says everything a training run depends on: data, model, optimiser, epochs, batch,
 seed and snapshot count. Its ``key()`` (a stable hash that also covers ``CODE_VERSION``) names the
@@ -82,7 +82,7 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything one training run depends on (SPEC §5). ``batch_size=None`` means full batch.
+    """Everything one training run depends on (reconstruction §5). ``batch_size=None`` means full batch.
 
     ``shuffle``: minibatches in a fresh random order each epoch (seeded by ``seed``), or in the
     data's order (fixed order). ``curves``: evaluate every split at every evaluation epoch, or
@@ -340,7 +340,7 @@ def for_notebook(notebook: str, profile: str = "quick", seed: int = 0, **overrid
     return NotebookConfig(notebook, profile, seed, MappingProxyType(sizes))
 
 
-#: Per notebook, per profile: sizes and counts only (SPEC §5). ``full`` is the paper-scale setting.
+#: Per notebook, per profile: sizes and counts only (reconstruction §5). ``full`` is the paper-scale setting.
 NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "00": {
         "quick": dict(n=600, widths=(16, 16, 16), epochs=300, lr=1e-2, n_snapshots=12),

@@ -1,4 +1,4 @@
-"""Overlap kernels and kernel–target alignment (SPEC §2).
+"""Overlap kernels and kernel–target alignment (reconstruction §2).
 
 The overlap kernel counts the paths that are active for both inputs,
 ``K(x, x') = Σ_π f_π(x) f_π(x') = Π_ℓ Σ_i G^ℓ_i(x) G^ℓ_i(x')``: the path features factorise over
@@ -54,7 +54,7 @@ def _block(rows: Sequence[torch.Tensor], cols: Sequence[torch.Tensor]) -> torch.
 @torch.no_grad()
 def overlap_kernel(gates_a: Sequence[torch.Tensor], gates_b: Sequence[torch.Tensor] | None = None, *,
                    block_size: int | None = None) -> torch.Tensor:
-    """Overlap kernel ``K = Π_ℓ G^ℓ_a (G^ℓ_b)ᵀ``, (N_a, N_b) (SPEC §2).
+    """Overlap kernel ``K = Π_ℓ G^ℓ_a (G^ℓ_b)ᵀ``, (N_a, N_b) (reconstruction §2).
 
     Args:
         gates_a: per-layer gates (N_a, m_ℓ), hard (0/1) or soft.
@@ -119,7 +119,7 @@ def cosine_kernel(K: torch.Tensor, diag_a: torch.Tensor | None = None,
 
 
 def neural_path_kernel(K: torch.Tensor, x: torch.Tensor, x2: torch.Tensor | None = None) -> torch.Tensor:
-    """``⟨x, x'⟩ · K(x, x')``: the path-feature kernel for value input "x" (SPEC §2)."""
+    """``⟨x, x'⟩ · K(x, x')``: the path-feature kernel for value input "x" (reconstruction §2)."""
     return (x @ (x if x2 is None else x2).T).to(K.dtype) * K
 
 
@@ -137,7 +137,7 @@ def _targets(K: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def alignment(K: torch.Tensor, y: torch.Tensor) -> float:
-    """Kernel–target alignment ``yᵀKy / (‖K‖_F ‖y‖²)`` (SPEC §2); for (N, k) targets tr(YᵀKY)/(‖K‖_F ‖Y‖_F²).
+    """Kernel–target alignment ``yᵀKy / (‖K‖_F ‖y‖²)`` (reconstruction §2); for (N, k) targets tr(YᵀKY)/(‖K‖_F ‖Y‖_F²).
 
     1 when K is a positive multiple of yyᵀ; NaN when K or y is zero.
     """

@@ -1,4 +1,4 @@
-"""The models of SPEC §1: DLGN, DLGN-SF, frozen-gate DLGN, ReLU MLP, deep linear network, conv nets.
+"""The models of reconstruction §1: DLGN, DLGN-SF, frozen-gate DLGN, ReLU MLP, deep linear network, conv nets.
 
 Every fully connected model here is a *gated network*: a gating part decides, per layer, which
 hidden units are on (the gates ``G^ℓ(x)``), and a value part carries the signal through the units
@@ -30,7 +30,7 @@ The registry is read-only at run time: the derived tuples are computed once, at 
 ``tests/test_models.py`` checks every entry (it builds, its name and colour are its own).
 
 Reference: Yadav, Ramaswamy, Lakshminarayanan, *Half-Space Feature Learning in Neural Networks*,
-arXiv 2404.04312 (2024). Conventions are ours (SPEC §1) and recorded with every run.
+arXiv 2404.04312 (2024). Conventions are ours (reconstruction §1) and recorded with every run.
 """
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ class GatedNet(nn.Module):
 
 
 class DLGN(GatedNet):
-    """Deep Linearly Gated Network (SPEC §1), and its variants DLGN-SF and frozen-gate DLGN.
+    """Deep Linearly Gated Network (reconstruction §1), and its variants DLGN-SF and frozen-gate DLGN.
 
     Gating network: ``η^ℓ = W^ℓ η^{ℓ-1} (+ b^ℓ)`` with ``η^0 = x`` (deep linear), or for the
     "shallow features" variant (``shallow=True``, DLGN-SF) ``η^ℓ = V^ℓ x (+ c^ℓ)``. Each gate is the
@@ -210,7 +210,7 @@ class DLGN(GatedNet):
     def effective_hyperplanes(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Per layer, the effective hyperplanes ``(V^ℓ, c^ℓ)``: ``η^ℓ = V^ℓ x + c^ℓ`` exactly.
 
-        DLGN: ``V^ℓ = W^ℓ ⋯ W^1``, ``c^ℓ = W^ℓ c^{ℓ-1} + b^ℓ`` (SPEC §1); DLGN-SF: the layer itself.
+        DLGN: ``V^ℓ = W^ℓ ⋯ W^1``, ``c^ℓ = W^ℓ c^{ℓ-1} + b^ℓ`` (reconstruction §1); DLGN-SF: the layer itself.
         Returns (m_ℓ, d) and (m_ℓ,) tensors (zeros for c when there are no gate biases).
         """
         out = []
@@ -228,7 +228,7 @@ class DLGN(GatedNet):
 
 class ReLUNet(GatedNet):
     """ReLU MLP ``h^ℓ = ReLU(W^ℓ h^{ℓ-1} + b^ℓ)``, output ``U h^L``; its gates are its activation
-    indicators ``1(W^ℓ h^{ℓ-1} + b^ℓ > 0)`` and its value input is x (SPEC §1 baselines).
+    indicators ``1(W^ℓ h^{ℓ-1} + b^ℓ > 0)`` and its value input is x (reconstruction §1 baselines).
 
     With ``bias=False`` the output equals the path sum with value input "x" exactly (claim C1).
     ``convention``: "group" (PyTorch's default init, the default) or "he" (He-normal weights, zero
@@ -278,7 +278,7 @@ class ReLUNet(GatedNet):
 
 
 class DeepLinearNet(GatedNet):
-    """Deep linear network (DLN): ``U^{L+1} ⋯ U^1 x``; every gate is always on (SPEC §1 baselines).
+    """Deep linear network (DLN): ``U^{L+1} ⋯ U^1 x``; every gate is always on (reconstruction §1 baselines).
 
     ``convention``: "group" (PyTorch's default init, the default) or "he" (N(0, 1/fan_in) weights).
     """
@@ -322,7 +322,7 @@ class DeepLinearNet(GatedNet):
 # --------------------------------------------------------------------------- conv models (CIFAR)
 
 class ConvDLGN(nn.Module):
-    """Convolutional DLGN (SPEC §1 image models).
+    """Convolutional DLGN (reconstruction §1 image models).
 
     The gating convs form a linear chain on the image (no non-linearity between them); the value
     convs start from an all-ones image; gates ``σ(β η^ℓ)`` multiply the value maps channel- and
@@ -464,7 +464,7 @@ def kind_color(kind: str) -> str:
 
 
 def build_model(kind: str, in_dim: int, widths: Sequence[int], out_dim: int = 1, **options) -> GatedNet:
-    """Make a fully connected model by name (SPEC §1); images are used flattened.
+    """Make a fully connected model by name (reconstruction §1); images are used flattened.
 
     Args:
         kind: one of ``MODEL_KINDS`` (the keys of ``KINDS``): "dln", "relu", "dlgn", "dlgn_sf",

@@ -1,4 +1,4 @@
-"""Path analysis (SPEC §1 path form, SPEC §2): path values and gates, path sums, active path regions.
+"""Path analysis (reconstruction §1 path form, reconstruction §2): path values and gates, path sums, active path regions.
 
 A gated network is a sum over paths π = (i_1, …, i_L), one hidden unit per layer (claim C1):
 ``ŷ_k(x) = Σ_π g_{π,k} f_π(x)`` with the path gate ``f_π(x) = Π_ℓ G^ℓ_{i_ℓ}(x)`` and the path value
@@ -48,7 +48,7 @@ def _check_path(model: GatedNet, path) -> tuple[int, ...]:
 
 @torch.no_grad()
 def path_values(model: GatedNet, max_entries: int = MAX_ENTRIES) -> torch.Tensor:
-    """Path values ``g_{π,k}`` for every path (SPEC §1 path form).
+    """Path values ``g_{π,k}`` for every path (reconstruction §1 path form).
 
     Returns:
         (m_1, …, m_L, k) for value input "ones"; (m_1, …, m_L, k, d) for value input "x", where the
@@ -81,7 +81,7 @@ def chunk_size(model: GatedNet, per_path: int = 1, max_entries: int = MAX_ENTRIE
 @torch.no_grad()
 def path_gates(model: GatedNet, x: torch.Tensor, hard: bool = True,
                max_entries: int = MAX_ENTRIES) -> torch.Tensor:
-    """Path gates ``f_π(x) = Π_ℓ G^ℓ_{i_ℓ}(x)``, shape (N, m_1, …, m_L) (SPEC §1 path form)."""
+    """Path gates ``f_π(x) = Π_ℓ G^ℓ_{i_ℓ}(x)``, shape (N, m_1, …, m_L) (reconstruction §1 path form)."""
     _check_size("path_gates", x.shape[0] * n_paths(model), max_entries)
     gates = model.gates(x, hard=hard)
     out = gates[0]

@@ -307,7 +307,7 @@ def _train_unsaved(configs: list[RunConfig], say, *, device, progress) -> list[R
 
 
 def train_group(configs: list[RunConfig], *, device=None, progress: bool | None = None) -> list[Run]:
-    """Train configs that differ only in seed, with the fastest engine that fits (SPEC §6).
+    """Train configs that differ only in seed, with the fastest engine that fits (reconstruction §6).
 
     Kinds marked ``fused`` in ``models.KINDS`` (every fully connected kind; ``fused.FUSED_KINDS``):
     ``fused.train_seeds`` (all seeds in one fused pass, one seed included). Other kinds (the conv

@@ -6,7 +6,7 @@ DLGN it is the effective hyperplane ``V^ℓ_i`` at every input: one global map p
 net it is ``W^ℓ D^{ℓ-1}(x) W^{ℓ-1} ⋯ D^1(x) W^1`` (``D`` the 0/1 activation masks), so after the
 first layer it changes with the input: a local explanation only.
 
-The metric (SPEC §4, notebook 04) is a neuron's **mean pairwise cosine** of its input gradients
+The metric (reconstruction §4, notebook 04) is a neuron's **mean pairwise cosine** of its input gradients
 over a set of inputs,
 
     c_i = (2 / (n (n − 1))) Σ_{a < b} cos(g_a, g_b),   g_a = ∇_x z^ℓ_i(x_a),
@@ -35,7 +35,7 @@ DEFAULT_CHUNK = 128  # inputs per pass: holds (chunk, m, d) gradients of one lay
 def _check_layer(model: GatedNet, layer: int) -> int:
     if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= model.depth:
         raise ValueError(f"layer={layer!r} is not allowed; choose an integer 1 … {model.depth} "
-                         "(layers are counted from 1, as ℓ in SPEC §1)")
+                         "(layers are counted from 1, as ℓ in reconstruction §1)")
     return layer
 
 
@@ -49,7 +49,7 @@ def input_gradients(model: GatedNet, x: torch.Tensor, layer: int) -> torch.Tenso
     """Saliency maps ``∇_x z^ℓ_i(x_n)`` of every neuron of one layer at every input, (N, m_ℓ, d).
 
     Args:
-        layer: 1 … L (SPEC §1 numbering).
+        layer: 1 … L (reconstruction §1 numbering).
     """
     return paths.local_hyperplanes(model, x)[_check_layer(model, layer) - 1][0]
 

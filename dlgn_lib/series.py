@@ -1,4 +1,4 @@
-"""Run the notebook series headlessly and summarise each notebook's verdict (SPEC §4, §5).
+"""Run the notebook series headlessly and summarise each notebook's verdict (reconstruction §4, §5).
 
     python -m dlgn_lib.series run [--profile quick|full] [--only 05 07 ...] [--kernel NAME]
                                   [--workers N | --scheduler ADDRESS]

@@ -1,4 +1,4 @@
-"""Seeds trained together (``batched.train_seeds``) equal seeds trained one by one (SPEC §6).
+"""Seeds trained together (``batched.train_seeds``) equal seeds trained one by one (reconstruction §6).
 
 Tolerances. In float32 the batched matrix products sum in another order than the single ones, so
 each step differs by a few units of float32 rounding (~1e-7 relative); over the short runs here

@@ -27,7 +27,7 @@ def test_tiny_bench_writes_every_row_with_a_finite_ratio(build_dir, capsys):
     assert bench.main(["--tiny"]) == 0
     printed = capsys.readouterr().out
     text = (build_dir / "bench.txt").read_text()
-    assert "torch threads" in text and "BLAS" in text and "targets are for SPEC" in text
+    assert "torch threads" in text and "BLAS" in text and "targets are for reconstruction" in text
     lines = text.splitlines()
     for name in CHEAP_ROWS:
         [line] = [ln for ln in lines if ln.startswith(name)]

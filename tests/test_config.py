@@ -1,4 +1,4 @@
-"""Configs, profiles and notebook parameter checks (SPEC §5, §7)."""
+"""Configs, profiles and notebook parameter checks (reconstruction §5, §7)."""
 import pytest
 
 from dlgn_lib import config as C

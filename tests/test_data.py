@@ -1,4 +1,4 @@
-"""Tests of dlgn_lib.data (SPEC §3): generators against independent computations, the prepared
+"""Tests of dlgn_lib.data (reconstruction §3): generators against independent computations, the prepared
 Fashion-MNIST against pinned checksums, the CIFAR path on synthetic arrays."""
 import hashlib
 import json

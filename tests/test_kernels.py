@@ -1,4 +1,4 @@
-"""Overlap kernels and alignment against explicit path features and double loops (SPEC §2), in float64."""
+"""Overlap kernels and alignment against explicit path features and double loops (reconstruction §2), in float64."""
 import itertools
 import math
 

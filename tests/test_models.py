@@ -1,4 +1,4 @@
-"""Models against independent computations (SPEC §1): brute-force path sums in float64."""
+"""Models against independent computations (reconstruction §1): brute-force path sums in float64."""
 import itertools
 
 import pytest
@@ -10,7 +10,7 @@ from dlgn_lib import models
 def brute_force_path_sum(model, x, hard):
     """ŷ_k(x) = Σ_π g_{π,k}(x) f_π(x), by an explicit loop over every path (claim C1).
 
-    Written from the formulas in SPEC §1 with Python scalars, independent of ``forward``.
+    Written from the formulas in reconstruction §1 with Python scalars, independent of ``forward``.
     """
     gates = [g.tolist() for g in model.gates(x, hard=hard)]
     first, middle, head = model.value_weights()

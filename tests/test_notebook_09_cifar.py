@@ -1,6 +1,6 @@
 """Notebook 09's CIFAR rows through the library, with CIFAR-shaped synthetic images on "disk".
 
-CIFAR has no offline source (SPEC §3), so papermill runs of 09 only ever take the "not available
+CIFAR has no offline source (reconstruction §3), so papermill runs of 09 only ever take the "not available
 offline" branch. Here ``dl.studies.table.cifar_probe`` finds synthetic uint8 arrays, split by the
 real ``cifar_dataset_from_arrays``, at tiny ``quick`` sizes: the conv rows must be trained, the
 learning rate selected on validation (checked against a selection recomputed by hand) and the

@@ -1,4 +1,4 @@
-"""Bad notebook parameters fail at once, through papermill, and touch no figure or cache file (SPEC §7)."""
+"""Bad notebook parameters fail at once, through papermill, and touch no figure or cache file (reconstruction §7)."""
 import hashlib
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""Path analysis against independent computations (SPEC §1 path form, §2; claims C1, C3), in float64."""
+"""Path analysis against independent computations (reconstruction §1 path form, §2; claims C1, C3), in float64."""
 import itertools
 import math
 
@@ -20,7 +20,7 @@ def dlgn(in_dim, widths, out_dim=1, seed=0, gate_bias=True, **options):
 
 
 def scalar_path_value(model, path, x=None):
-    """g_{π,k} (or g_{π,k}(x)) for one path from the SPEC §1 formula, with Python scalars."""
+    """g_{π,k} (or g_{π,k}(x)) for one path from the reconstruction §1 formula, with Python scalars."""
     first, middle, head = model.value_weights()
     first, head = first.detach(), head.detach()
     v = first[path[0]].item() if model.value_input == "ones" else float(first[path[0]] @ x)

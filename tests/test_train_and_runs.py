@@ -1,4 +1,4 @@
-"""Training engine and run cache (SPEC §7): determinism, snapshots, atomicity, corruption, races."""
+"""Training engine and run cache (reconstruction §7): determinism, snapshots, atomicity, corruption, races."""
 import json
 import os
 import pickle

@@ -1,4 +1,4 @@
-"""Datasets of the series (SPEC §3): circle, plane, odt, Fashion-MNIST, CIFAR-10/100.
+"""Datasets of the series (reconstruction §3): circle, plane, odt, Fashion-MNIST, CIFAR-10/100.
 
 Every loader returns a frozen :class:`Dataset` with train/val/test tensors. Inputs are float32.
 Labels are 1-D: float32 in {-1, +1} for ``"binary"``, float32 values for ``"regression"``,

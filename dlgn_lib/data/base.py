@@ -24,7 +24,7 @@ TASKS = ("binary", "multiclass", "regression")
 class DatasetNotAvailable(RuntimeError):
     """A dataset's files are missing (or fail their checksum) and cannot be fetched here.
 
-    The message reads "<problem>: <path>. <remedy>" (SPEC §7: which file, and how to get it).
+    The message reads "<problem>: <path>. <remedy>" (reconstruction §7: which file, and how to get it).
     """
 
     def __init__(self, problem: str, path: Path | str, remedy: str = ""):

@@ -1,4 +1,4 @@
-"""The image datasets (SPEC §3): Fashion-MNIST from its prepared files, CIFAR-10/100 from
+"""The image datasets (reconstruction §3): Fashion-MNIST from its prepared files, CIFAR-10/100 from
 torchvision's.
 
 ``fashion_mnist`` reads the files ``dlgn_lib.data.prepare`` wrote (checksums verified) and splits
@@ -20,7 +20,7 @@ from .base import Dataset, DatasetNotAvailable, _check_choice, _check_positive_i
 from .prepare import _fashion_dir, _raw_dir, _reachable, _read_prepared
 
 # --------------------------------------------------------------------------------------------
-# Fashion-MNIST (SPEC §3): prepared once, then loaded from data_dir()/fashion_mnist
+# Fashion-MNIST (reconstruction §3): prepared once, then loaded from data_dir()/fashion_mnist
 # --------------------------------------------------------------------------------------------
 
 FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
@@ -37,7 +37,7 @@ def _per_class_rows(labels: np.ndarray, pick: Callable[[np.ndarray], np.ndarray]
 def fashion_mnist(flatten: bool = True, n_per_class_train: int | None = None,
                   n_per_class_val: int | None = None, n_per_class_test: int | None = None,
                   root: Path | str | None = None) -> Dataset:
-    """Fashion-MNIST from the prepared files (SPEC §3; claim C4, table T).
+    """Fashion-MNIST from the prepared files (reconstruction §3; claim C4, table T).
 
     Validation is the last 10% of each class's training images in file order (600 per class);
     training keeps the first 90%. ``n_per_class_*`` keep the first k images of each class of
@@ -76,7 +76,7 @@ def fashion_mnist(flatten: bool = True, n_per_class_train: int | None = None,
 
 
 # --------------------------------------------------------------------------------------------
-# CIFAR-10/100 (SPEC §3): torchvision only; no offline source exists
+# CIFAR-10/100 (reconstruction §3): torchvision only; no offline source exists
 # --------------------------------------------------------------------------------------------
 
 CIFAR_CLASSES = {"cifar10": 10, "cifar100": 100}
@@ -141,7 +141,7 @@ def cifar_dataset_from_arrays(images, labels, test_images, test_labels, name: st
 
 def cifar(name: str = "cifar10", root: Path | str | None = None, download: bool = False, *,
           n_train: int | None = None, n_val: int = CIFAR_VAL_SIZE, n_test: int | None = None) -> Dataset:
-    """CIFAR-10/100 through torchvision (SPEC §3; table T), split as in
+    """CIFAR-10/100 through torchvision (reconstruction §3; table T), split as in
     :func:`cifar_dataset_from_arrays`.
 
     Args:

@@ -1,4 +1,4 @@
-"""The generated datasets (SPEC §3): circle, plane and odt, each drawn from its own seed.
+"""The generated datasets (reconstruction §3): circle, plane and odt, each drawn from its own seed.
 
 Generated sets draw from their own seeded generator (never global random state), so the same
 arguments give identical tensors. ``circle_target`` and ``random_circle_target`` give the circle's
@@ -18,7 +18,7 @@ TWO_PI = 2.0 * math.pi
 
 
 # --------------------------------------------------------------------------------------------
-# circle (SPEC §3): x = (cos θ, sin θ)
+# circle (reconstruction §3): x = (cos θ, sin θ)
 # --------------------------------------------------------------------------------------------
 
 CIRCLE_TARGETS = ("steps", "ramp", "mixture")
@@ -156,7 +156,7 @@ def circle_target(theta, target: str = "steps", **params) -> torch.Tensor:
 
 def circle(target: str = "steps", n_train: int = 512, n_val: int = 512, n_test: int = 2048,
            grid: bool = True, seed: int = 0, **params) -> Dataset:
-    """Points on the unit circle with a 1-D target of the angle (SPEC §3 circle; claim C5).
+    """Points on the unit circle with a 1-D target of the angle (reconstruction §3 circle; claim C5).
 
     Train angles lie on the regular grid 2π·i/n_train (``grid=True``, independent of the seed)
     or are uniform; validation and test angles are uniform. See :func:`circle_target` for the
@@ -197,7 +197,7 @@ def circle(target: str = "steps", n_train: int = 512, n_val: int = 512, n_test: 
 
 
 # --------------------------------------------------------------------------------------------
-# plane (SPEC §3): 2-D toy sets
+# plane (reconstruction §3): 2-D toy sets
 # --------------------------------------------------------------------------------------------
 
 PLANE_SETS = ("moons", "circles", "xor", "checkerboard", "spiral")
@@ -223,7 +223,7 @@ def _spiral(n: int, noise: float, rng: np.random.Generator, turns: float = 1.5):
 
 
 def plane(name: str = "moons", n: int = 1000, noise: float | None = None, seed: int = 0) -> Dataset:
-    """A 2-D binary toy set (SPEC §3 plane; used for claims C2, C3).
+    """A 2-D binary toy set (reconstruction §3 plane; used for claims C2, C3).
 
     ``moons`` and ``circles`` come from scikit-learn (``make_moons``, ``make_circles`` with
     factor 0.5); ``xor`` (2×2 cells), ``checkerboard`` (4×4 cells) and ``spiral`` are generated
@@ -265,7 +265,7 @@ def plane(name: str = "moons", n: int = 1000, noise: float | None = None, seed: 
 
 
 # --------------------------------------------------------------------------------------------
-# odt (SPEC §3): oblique decision tree on the sphere
+# odt (reconstruction §3): oblique decision tree on the sphere
 # --------------------------------------------------------------------------------------------
 
 #: The benchmark configurations (depth 4): n_total points split 50/25/25.
@@ -354,7 +354,7 @@ def odt_group_draw(d: int, depth: int, n_total: int, seed: int = ODT_GROUP_SEED)
 
 def odt(d: int = 20, depth: int = 4, n_total: int = 40_000, seed: int | None = None,
         generator: str = "package") -> Dataset:
-    """The oblique-decision-tree benchmark (SPEC §3 odt; table T).
+    """The oblique-decision-tree benchmark (reconstruction §3 odt; table T).
 
     generator "package": x is uniform on the unit sphere S^{d-1}; the label is :func:`odt_labels`
     under :func:`odt_tree` ``(d, depth, seed)`` (orthonormal node normals; seed 0 by default).
