@@ -34,16 +34,19 @@ def runs():
 
 def test_decision_functions_has_one_axes_per_run(runs):
     fig = planes.decision_functions(runs)
-    assert isinstance(fig, plt.Figure) and len(fig.axes) == 3
+    assert isinstance(fig, plt.Figure) and len(fig.axes) == 3 + 1   # and one colour bar
+    assert fig.axes[-1].get_ylabel() == "tanh ŷ(x)  (black line: ŷ = 0)"
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["label −1", "label +1"]
     fig = planes.decision_functions(runs * 2, ncols=4, row_labels=["a", "b"], epoch=None)
-    assert len(fig.axes) == 6  # the two unused cells of the 2 × 4 grid are removed
+    assert len(fig.axes) == 6 + 1  # the two unused cells of the 2 × 4 grid are removed
     with pytest.raises(ValueError, match="row_labels"):
         planes.decision_functions(runs, row_labels=["a", "b"])
 
 
 def test_hyperplanes_over_function_panels_and_kind_check(runs):
     fig = planes.hyperplanes_over_function(runs[2], layers=(1, 2), epoch=3)
-    assert len(fig.axes) == 2
+    assert len(fig.axes) == 2 + 1 and fig.axes[-1].get_ylabel().startswith("tanh ŷ(x)")
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["label −1", "label +1", "gate hyperplane"]
     with pytest.raises(TypeError, match="DLGN"):
         planes.hyperplanes_over_function(runs[1])
     with pytest.raises(ValueError, match="layers"):

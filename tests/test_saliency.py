@@ -166,7 +166,8 @@ def test_saliency_grid_and_cosine_distributions_draw():
     maps = np.random.default_rng(0).normal(size=(3, 16))
     fig = image_plots.saliency_grid(maps, {"neuron": maps, "other": -maps}, (4, 4),
                                     column_titles=["p", "q", "r"], notes={"neuron": ["on", "off", "on"]})
-    assert len(fig.axes) == 9 and fig.axes[3].get_xlabel() == "on"
+    assert len(fig.axes) == 9 + 1 and fig.axes[3].get_xlabel() == "on"   # 3 × 3 panels and one colour bar
+    assert fig.axes[-1].get_ylabel() == "gradient entry / the map's largest |entry|"
     with pytest.raises(ValueError, match="2 maps for 3 images"):
         image_plots.saliency_grid(maps, {"neuron": maps[:2]}, (4, 4))
     table = pd.DataFrame([{"model": kind, "layer": layer, "mean_cos": v}

@@ -6,6 +6,7 @@ from types import SimpleNamespace as NS
 import matplotlib
 import numpy as np
 import pytest
+from matplotlib.collections import PathCollection
 
 from dlgn_lib import config, tables
 from dlgn_lib.plots.tables import accuracy_points, point_values
@@ -129,6 +130,6 @@ def test_panels_and_accuracy_points_draw_mean_std_and_every_seed():
     assert ax.get_ylim() == pytest.approx((0.1 - 0.02, 0.9 + 0.02))
     means = [line.get_ydata()[0] for line in ax.lines if line.get_marker() == "o"]
     assert means == pytest.approx([0.6, 0.9])
-    seeds = [list(line.get_ydata()) for line in ax.lines if line.get_marker() == "."]
+    seeds = [list(c.get_offsets()[:, 1]) for c in ax.collections if isinstance(c, PathCollection)]
     assert seeds == [[0.5, 0.6, 0.7], [0.9]]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["DLN", "DLGN"]

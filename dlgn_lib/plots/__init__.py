@@ -1,13 +1,19 @@
-"""Figures: one style, and ``save_figure`` (PNG + PDF under ``figures/``).
+"""Figures: one style, one colour per model kind, and ``save_figure`` (PNG + PDF under ``figures/``).
 
 Plot functions live in topic submodules (``dlgn_lib.plots.<topic>``); each returns a
 ``matplotlib.figure.Figure`` and never saves: notebooks decide what is saved.
+
+The style is seaborn's "ticks" theme with the series' rc values (``STYLE``: font sizes, savefig dpi,
+the SVG hash salt, …), set once by ``use_style`` on import. Every figure that shows model kinds
+draws each in its registry colour (``MODEL_COLORS``), and every heatmap or map has a labelled
+colour bar.
 """
 from __future__ import annotations
 
 import importlib
 import os
 import sys
+import warnings
 from types import MappingProxyType
 
 import matplotlib
@@ -15,12 +21,15 @@ import matplotlib
 if not os.environ.get("MPLBACKEND") and "ipykernel" not in sys.modules:
     matplotlib.use("Agg")  # headless outside Jupyter; inside a kernel the inline backend stays
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import seaborn as sns  # noqa: E402
 
 from .. import locations, models  # noqa: E402
 
 STYLE = {
     "figure.dpi": 100, "savefig.dpi": 150, "savefig.bbox": "tight",
     "font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "legend.fontsize": 8,
+    "legend.title_fontsize": 9, "xtick.labelsize": 9, "ytick.labelsize": 9,
     "axes.spines.top": False, "axes.spines.right": False, "axes.grid": False,
     "image.cmap": "viridis", "svg.hashsalt": "dlgn", "pdf.compression": 6,
 }
@@ -31,9 +40,23 @@ MODEL_COLORS = MappingProxyType({kind: models.kind_color(kind) for kind in model
 MODEL_NAMES = MappingProxyType({kind: models.kind_name(kind) for kind in models.RUN_KINDS})
 
 
+#: seaborn theme of the series (``use_style``); ``STYLE`` overrides its rc values.
+THEME = {"context": "notebook", "style": "ticks", "palette": "deep"}
+
+
 def use_style() -> None:
-    """Apply the series' matplotlib style."""
-    plt.rcParams.update(STYLE)
+    """Apply the series' style: seaborn's theme ``THEME`` with the rc values of ``STYLE`` on top."""
+    sns.set_theme(**THEME, rc=STYLE)
+
+
+def heatmap(ax, values, *, vmin: float, vmax: float, cmap: str, square: bool = False, **options):
+    """Draw a matrix with ``seaborn.heatmap`` (row 0 on top, no tick labels, rasterised so that a PDF
+    stays small) and no colour bar of its own; returns the mesh, for one shared ``fig.colorbar``."""
+    with warnings.catch_warnings():  # seaborn 0.13 calls a colormap method matplotlib deprecates
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        sns.heatmap(np.asarray(values, dtype=float), ax=ax, vmin=vmin, vmax=vmax, cmap=cmap, cbar=False,
+                    square=square, xticklabels=False, yticklabels=False, rasterized=True, **options)
+    return ax.collections[-1]
 
 
 def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = True) -> None:

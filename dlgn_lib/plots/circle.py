@@ -12,9 +12,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+from matplotlib.lines import Line2D
 
 from .. import circle, data, kernels, paths
-from . import MODEL_COLORS
+from . import MODEL_COLORS, MODEL_NAMES, heatmap
 
 TWO_PI = 2.0 * math.pi
 LAYER_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
@@ -22,6 +23,9 @@ ARC_COLORS = {"smooth": "#2ca02c", "rough": "#ff7f0e"}
 OTHER_COLORS = ("#1f77b4", "#9467bd", "#8c564b", "#e377c2", "#17becf")  # none is an arc colour
 INSIDE_COLOR, OUTSIDE_COLOR = "#2ca02c", "#7f7f7f"
 LINESTYLES = ("-", "--", ":", "-.")
+#: Line style of each arc's curves when colour shows the model (``epoch_curves``).
+ARC_STYLES = {"smooth": "-", "rough": "--"}
+OTHER_STYLES = (":", "-.")  # other columns sharing a panel with colour = model
 
 
 def _angle_axis(ax, label=True):
@@ -120,43 +124,65 @@ def smooth_state(model, dataset, *, n_paths: int = 40, title: str = "") -> plt.F
     return fig
 
 
+def _arc_of(column: str) -> str | None:
+    """The arc a column names ("loss smooth" → "smooth"), or None."""
+    return next((word for word in column.split() if word in ARC_COLORS), None)
+
+
 def epoch_curves(table: pd.DataFrame, panels: Mapping[str, Sequence[str]], *, by: str = "setting",
                  log_y: Sequence[str] = (), baselines: Mapping[str, Mapping[str, float]] | None = None,
                  labels: Mapping[str, str] | None = None, group_colors: Mapping[str, str] | None = None,
                  group_names: Mapping[str, str] | None = None, ncols: int = 3, title: str = "") -> plt.Figure:
     """Curves over epochs, one panel per entry of ``panels`` (title → columns of ``table``).
 
-    Within a panel each column has its colour (green / orange for columns naming the smooth /
-    rough arc) and each value of ``by`` its line style; with ``group_colors`` the groups take those
-    colours and the columns the line styles. The thick line is the mean over the table's ``seed``
-    column, thin lines are single seeds. The epoch axis is symmetric-log (epoch 0 is the init).
+    When the groups (the values of ``by``) are model kinds, or ``group_colors`` is given, colour
+    is the group (the model: ``MODEL_COLORS``, the same in every notebook) and line style the
+    column: solid for the smooth arc, dashed for the rough arc (``ARC_STYLES``), dotted / dash-dot
+    for other columns sharing a panel; one key under the figure says which colour is which model
+    and which line style is which column. Otherwise (e.g. one model in several settings) colour is
+    the column (green / orange for the smooth / rough arc) and line style the group. The thick
+    line is the mean over the table's ``seed`` column, thin lines are single seeds. The epoch axis
+    is symmetric-log (epoch 0 is the init).
 
     Args:
         log_y: titles of panels drawn with a logarithmic value axis.
         baselines: title → {label: value} drawn as horizontal grey lines (dashed, dotted, …).
         labels: column → legend label (default: the column name).
-        group_names: value of ``by`` → legend label (default: the value).
+        group_colors: group → colour (default: ``MODEL_COLORS`` when every group is a model kind).
+        group_names: value of ``by`` → legend label (default: ``MODEL_NAMES`` for model kinds, else
+            the value).
     """
     titles = list(panels)
     nrows = math.ceil(len(titles) / ncols)
     fig, axes = plt.subplots(nrows, min(ncols, len(titles)), figsize=(3.5 * min(ncols, len(titles)), 2.8 * nrows),
                              squeeze=False)
     groups = list(dict.fromkeys(table[by]))
+    if all(g in MODEL_COLORS for g in groups):
+        group_colors = MODEL_COLORS if group_colors is None else group_colors
+        group_names = MODEL_NAMES if group_names is None else group_names
+    column_name = (labels or {}).get
+    style_key: dict[str, str] = {}
     for ax, name in zip(axes.flat, titles):
-        for k, column in enumerate(panels[name]):
+        columns = panels[name]
+        for k, column in enumerate(columns):
             for g, group in enumerate(groups):
                 if group_colors:
-                    color, style = group_colors[group], LINESTYLES[k % len(LINESTYLES)]
+                    color = group_colors[group]
+                    if len(columns) == 1:
+                        style = "-"
+                    else:
+                        style = ARC_STYLES.get(_arc_of(column), OTHER_STYLES[k % len(OTHER_STYLES)])
+                        style_key.setdefault(column_name(column, column), style)
                 else:
-                    color = next((ARC_COLORS[w] for w in column.split() if w in ARC_COLORS),
-                                 OTHER_COLORS[k % len(OTHER_COLORS)])
+                    color = ARC_COLORS.get(_arc_of(column)) or OTHER_COLORS[k % len(OTHER_COLORS)]
                     style = LINESTYLES[g % len(LINESTYLES)]
                 wide = table[table[by] == group].pivot_table(index="epoch", columns="seed", values=column)
                 if wide.shape[1] > 1:
                     ax.plot(wide.index, wide.values, color=color, ls=style, lw=0.5, alpha=0.35)
-                parts = ([(labels or {}).get(column, column)] if len(panels[name]) > 1 or len(groups) == 1 else []) \
+                parts = ([column_name(column, column)] if len(columns) > 1 or len(groups) == 1 else []) \
                     + ([(group_names or {}).get(group, str(group))] if len(groups) > 1 else [])
-                ax.plot(wide.index, wide.mean(axis=1), color=color, ls=style, lw=1.6, label=", ".join(parts))
+                ax.plot(wide.index, wide.mean(axis=1), color=color, ls=style, lw=1.6,
+                        label=None if group_colors else ", ".join(parts))
         for j, (label, value) in enumerate((baselines or {}).get(name, {}).items()):
             ax.axhline(value, color="black", ls=LINESTYLES[(j + 1) % len(LINESTYLES)], lw=0.8, alpha=0.6, label=label)
         ax.set_xscale("symlog", linthresh=1.0)
@@ -168,18 +194,34 @@ def epoch_curves(table: pd.DataFrame, panels: Mapping[str, Sequence[str]], *, by
     used = list(axes.flat)[:len(titles)]
     for ax in list(axes.flat)[len(titles):]:
         ax.axis("off")
-    entries = [ax.get_legend_handles_labels() for ax in used]
-    if len(used) > 1 and all(labels_ == entries[0][1] for _, labels_ in entries):
-        # Every panel has the same lines: one legend under the figure keeps the curves clear.
-        fig.legend(*entries[0], loc="lower center", ncol=min(len(entries[0][1]), 4), frameon=False, fontsize=8)
-        fig.tight_layout(rect=(0, 0.1 / nrows, 1, 1))
-    else:
+    bottom = 0.0
+    if group_colors:
+        # One key for the figure: colour = model (group), line style = column; baselines in their panel.
+        handles = [Line2D([], [], color=group_colors[g], lw=1.6) for g in groups]
+        names = [(group_names or {}).get(g, str(g)) for g in groups]
+        handles += [Line2D([], [], color="black", ls=style, lw=1.6) for style in style_key.values()]
+        names += list(style_key)
+        what = "colour: model" if all(g in MODEL_COLORS for g in groups) else f"colour: {by}"
+        what += " · line style: arc" if style_key and all(n in ARC_STYLES for n in style_key) else \
+            (" · line style: measure" if style_key else "")
+        fig.legend(handles, names, loc="lower center", ncol=min(len(names), 6), frameon=False, fontsize=8,
+                   title=what, title_fontsize=8)
+        bottom = 0.2 / nrows
         for ax in used:
-            ax.legend(fontsize=7, frameon=False)
-        fig.tight_layout()
+            if ax.get_legend_handles_labels()[1]:
+                ax.legend(fontsize=7, frameon=False)
+    else:
+        entries = [ax.get_legend_handles_labels() for ax in used]
+        if len(used) > 1 and all(labels_ == entries[0][1] for _, labels_ in entries):
+            # Every panel has the same lines: one legend under the figure keeps the curves clear.
+            fig.legend(*entries[0], loc="lower center", ncol=min(len(entries[0][1]), 4), frameon=False, fontsize=8)
+            bottom = 0.1 / nrows
+        else:
+            for ax in used:
+                ax.legend(fontsize=7, frameon=False)
     if title:
         fig.suptitle(title)
-        fig.tight_layout(rect=(0, 0.1 / nrows if len(used) > 1 and fig.legends else 0, 1, 1))
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
 
 
@@ -204,7 +246,10 @@ def kernel_heatmaps(panels: Mapping[tuple[str, str], np.ndarray], theta, *, arcs
     fig, axes = plt.subplots(len(rows), len(cols), figsize=(2.5 * len(cols) + 0.9, 2.5 * len(rows)),
                              squeeze=False, constrained_layout=True)
     theta = np.asarray(theta, dtype=np.float64)
-    extent = (theta[0], theta[-1], theta[-1], theta[0])
+
+    def at(angle):  # heatmap coordinate of an angle (cell k spans k … k + 1 and shows theta[k])
+        return 0.5 + (angle - theta[0]) / (theta[-1] - theta[0]) * (len(theta) - 1)
+
     image = None
     for i, r in enumerate(rows):
         for j, c in enumerate(cols):
@@ -212,13 +257,13 @@ def kernel_heatmaps(panels: Mapping[tuple[str, str], np.ndarray], theta, *, arcs
             if (r, c) not in panels:
                 ax.axis("off")
                 continue
-            image = ax.imshow(panels[r, c], extent=extent, vmin=0, vmax=1, cmap="magma", interpolation="nearest")
+            image = heatmap(ax, panels[r, c], vmin=0, vmax=1, cmap="magma", square=True)
             for a, _ in (arcs or {}).values():
-                ax.axvline(a, color="white", ls=":", lw=0.8)
-                ax.axhline(a, color="white", ls=":", lw=0.8)
-            ticks = [0, math.pi, TWO_PI]
-            ax.set_xticks(ticks, ["0", "π", "2π"])
-            ax.set_yticks(ticks, ["0", "π", "2π"] if j == 0 else [])
+                ax.axvline(at(a), color="white", ls=":", lw=0.8)
+                ax.axhline(at(a), color="white", ls=":", lw=0.8)
+            ticks = [at(t) for t in (0, math.pi, TWO_PI)]
+            ax.set_xticks(ticks, ["0", "π", "2π"], rotation=0)
+            ax.set_yticks(ticks, ["0", "π", "2π"] if j == 0 else [], rotation=0)
             if i == 0:
                 ax.set_title(c)
             if j == 0:
@@ -226,7 +271,7 @@ def kernel_heatmaps(panels: Mapping[tuple[str, str], np.ndarray], theta, *, arcs
             if i == len(rows) - 1:
                 ax.set_xlabel("θ")
     if image is not None:
-        fig.colorbar(image, ax=axes, shrink=0.8, label="cosine overlap kernel")
+        fig.colorbar(image, ax=axes, shrink=0.8, label="cosine overlap kernel K(θ, θ') / √(K(θ, θ) K(θ', θ'))")
     if title:
         fig.suptitle(title)
     return fig

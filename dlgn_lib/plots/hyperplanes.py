@@ -3,7 +3,9 @@ clustering scores against depth and over training, hyperplanes drawn as images, 
 an odt tree's node hyperplanes.
 
 Every function takes hyperplane normals as arrays (m, d) per layer (rows need not be unit norm)
-and returns a Figure; similarity, scores and orders come from ``dlgn_lib.clusters``.
+and returns a Figure; similarity, scores and orders come from ``dlgn_lib.clusters``. ``|cos|``
+matrices are seaborn heatmaps sharing one labelled colour bar; units' weights for choosing which
+hyperplane images to show come from ``unit_path_weights``.
 """
 from __future__ import annotations
 
@@ -12,9 +14,15 @@ from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+import seaborn as sns
+import torch
+from matplotlib.lines import Line2D
 
 from .. import clusters
-from . import MODEL_COLORS, MODEL_NAMES
+from . import MODEL_COLORS, MODEL_NAMES, heatmap
+
+COS_CMAP = "magma"  # |cos| in [0, 1]: black (orthogonal) to pale yellow (parallel)
+MAP_CMAP = "RdBu_r"  # hyperplane normals as images: blue negative, red positive
 
 STATE_STYLES = {"init": "--", "trained": "-"}
 METRIC_LABELS = {"score": "clustering score", "cluster_share": "clusters / units",
@@ -52,15 +60,12 @@ def abs_cosine_grid(panels: Mapping[str, Sequence], *, method: str = "complete",
             cos = clusters.abs_cosine_matrix(vectors)
             order = clusters.clustered_order(cos, method=method, is_cos=True)
             ax = axes[r, layer]
-            image = ax.imshow(cos[np.ix_(order, order)], vmin=0, vmax=1, cmap="magma",
-                              interpolation="nearest")
-            ax.set_xticks([])
-            ax.set_yticks([])
+            image = heatmap(ax, cos[np.ix_(order, order)], vmin=0, vmax=1, cmap=COS_CMAP, square=True)
             if r == 0:
                 ax.set_title(f"layer {layer + 1}")
             if layer == 0:
                 ax.set_ylabel(label)
-    fig.colorbar(image, ax=axes, shrink=0.8, label="|cos|")
+    fig.colorbar(image, ax=axes, shrink=0.8, label="|cos| of two units' hyperplanes")
     if title:
         fig.suptitle(title)
     return fig
@@ -89,16 +94,21 @@ def abs_cos_histograms(panels: Mapping[str, Sequence], *, threshold: float | Non
                 continue
             cos = clusters.abs_cosine_matrix(panels[label][layer])
             pairs = cos[np.triu_indices(cos.shape[0], 1)]
-            ax.hist(pairs, bins=edges, density=True, histtype="step", color=color[label],
-                    label=label, linewidth=1.4)
+            sns.histplot(x=pairs, bins=edges, stat="density", element="step", fill=False,
+                         color=color[label], linewidth=1.4, ax=ax)
         if threshold is not None:
             ax.axvline(threshold, color="0.4", linestyle=":", linewidth=1)
         ax.set_yscale("log")
         ax.set_xlim(0, 1)
         ax.set_title(f"layer {layer + 1}")
         ax.set_xlabel("pairwise |cos|")
+        ax.set_ylabel("")
     axes[0, 0].set_ylabel("density")
-    handles, names = axes[0, 0].get_legend_handles_labels()
+    handles = [Line2D([], [], color=color[label], linewidth=1.4) for label in labels]
+    names = list(labels)
+    if threshold is not None:
+        handles.append(Line2D([], [], color="0.4", linestyle=":", linewidth=1))
+        names.append(f"τ = {threshold:g}")
     fig.legend(handles, names, loc="outside right center", frameon=False)
     if title:
         fig.suptitle(title)
@@ -185,49 +195,161 @@ def _mosaic(images: np.ndarray, n_cols: int, gap: int = 2) -> np.ndarray:
     return out
 
 
+@torch.no_grad()
+def unit_path_weights(model) -> list[np.ndarray]:
+    """Per layer, each unit's weight: the summed size ``Σ_{π ∋ unit} ‖g_π‖`` of the path values of
+    every path through it (``paths.path_values``; ‖·‖ over outputs and, for value input "x", inputs).
+
+    This is how much of the network's path sum the unit's gate can switch: the heaviest units are
+    the ones that matter most to the output. The value weights factor along a path, so the sum is
+    ``a_i · b_i`` with ``a`` the summed |products| of value weights from the input to the unit and
+    ``b`` from the unit to the head: no path is enumerated (a 256 × 256 × 256 × 256 net is fine).
+    Each layer's weights add up to ``Σ_π ‖g_π‖``. Works for any model with ``value_weights()``.
+    """
+    first, middle, head = _value_weights(model)
+    forward = [first.abs() if first.dim() == 1 else first.norm(dim=1)]
+    for U in middle:
+        forward.append(U.abs() @ forward[-1])
+    backward = [head.norm(dim=0)]
+    for U in reversed(middle):
+        backward.insert(0, U.abs().T @ backward[0])
+    return [(a * b).numpy() for a, b in zip(forward, backward)]
+
+
+def _value_weights(model):
+    first, middle, head = model.value_weights()
+    return (first.detach().double().cpu(), [U.detach().double().cpu() for U in middle],
+            head.detach().double().cpu())
+
+
+def heaviest_units(weights, n: int) -> np.ndarray:
+    """Indices of the ``n`` largest weights, largest first (ties: the lower index first)."""
+    weights = np.asarray(weights, dtype=float)
+    return np.argsort(-weights, kind="stable")[:n]
+
+
 def hyperplane_images(layers: Sequence, image_shape: tuple[int, int] = (28, 28), *,
+                      weights: Sequence | None = None, n_units: int = 8, full_grid: bool = False,
+                      weight_name: str = "Σ‖g_π‖ over the unit's paths",
                       order: str | None = "clustered", method: str = "complete", n_cols: int = 16,
                       max_units: int | None = None, titles: Sequence[str] | None = None,
-                      image_size: float = 0.5) -> plt.Figure:
-    """Hyperplane normals drawn as images (claim C4: one global map per neuron), layer by layer.
+                      image_size: float | None = None, title: str | None = None) -> plt.Figure:
+    """Hyperplane normals drawn as images (claim C4: one global map per neuron).
 
-    Each unit's normal is reshaped to ``image_shape`` and scaled by its own largest |entry|, so
-    every image spans the full colour range (red positive, blue negative): the input direction
-    that opens its gate. One mosaic per layer keeps the figure fast to draw for many units.
+    Each unit's normal is reshaped to ``image_shape`` and divided by its own largest |entry|, so
+    every image spans the colour range −1 … 1 of the one shared colour bar (red positive, blue
+    negative): the input direction that opens the unit's gate.
+
+    By default the figure shows, per layer, the ``n_units`` heaviest units, largest first, each
+    large enough to read; a unit's weight is given by ``weights`` (per layer, one number per unit;
+    e.g. ``unit_path_weights(model)``: the summed size of the path values through the unit) and
+    named in the figure title by ``weight_name``. Each image's title gives the unit's index and its
+    share of the layer's total weight. ``full_grid=True`` shows every unit instead, as one mosaic
+    per layer (small images; ``order``, ``n_cols``, ``max_units`` apply to it only).
 
     Args:
         layers: per-layer (m_ℓ, h·w) arrays or tensors (or one array for a single layer).
-        order: "clustered" (``clusters.clustered_order``; near-parallel units side by side) or
-            None (unit index order).
-        n_cols: images per row.
-        max_units: show only the first units (in the chosen order) of each layer.
-        titles: one title per layer (default "layer ℓ").
-        image_size: width of one image in inches.
+        weights: per-layer (m_ℓ,) unit weights; required unless ``full_grid`` or no layer has
+            more than ``n_units`` units (then every unit is shown, in index order).
+        n_units: units shown per layer in the selection.
+        order: full grid: "clustered" (``clusters.clustered_order``; near-parallel units side by
+            side) or None (unit index order).
+        n_cols: full grid: images per row.
+        max_units: full grid: show only the first units (in the chosen order) of each layer.
+        titles: one label per layer (default "layer ℓ").
+        image_size: width of one image in inches (default 1.15 selected, 0.5 full grid).
+        title: the figure title (default: says what is shown and how units were chosen).
     """
     if order not in ("clustered", None):
         raise ValueError(f"order={order!r} is not allowed; choose 'clustered' or None")
     if hasattr(layers, "shape") and len(layers.shape) == 2:
         layers = [layers]
-    mosaics = []
+        weights = None if weights is None else [weights]
+    rows_per_layer = []
     for vectors in layers:
         rows = np.asarray(vectors.detach().cpu() if hasattr(vectors, "detach") else vectors, dtype=float)
         if rows.ndim != 2 or rows.shape[1] != math.prod(image_shape):
             raise ValueError(f"normals of shape {rows.shape} do not fit image_shape={image_shape}")
-        index = clusters.clustered_order(rows, method=method) if order == "clustered" else np.arange(len(rows))
-        rows = rows[index[:max_units]]
         scale = np.abs(rows).max(axis=1, keepdims=True)
-        rows = rows / np.where(scale > 0, scale, 1.0)
-        mosaics.append(_mosaic(rows.reshape(-1, *image_shape), n_cols))
-    titles = list(titles) if titles is not None else [f"layer {k + 1}" for k in range(len(mosaics))]
+        rows_per_layer.append(rows / np.where(scale > 0, scale, 1.0))
+    labels = list(titles) if titles is not None else [f"layer {k + 1}" for k in range(len(rows_per_layer))]
+    cmap = plt.get_cmap(MAP_CMAP).with_extremes(bad="white")
+    colorbar_label = "normal entry / the unit's largest |entry|"
+    if full_grid:
+        return _full_grid(rows_per_layer, image_shape, labels, cmap, colorbar_label, order=order,
+                          method=method, n_cols=n_cols, max_units=max_units,
+                          image_size=0.5 if image_size is None else image_size, title=title)
+    if weights is None:
+        if max(len(r) for r in rows_per_layer) > n_units:
+            raise ValueError("weights is None: give each unit's weight (e.g. unit_path_weights(model)) "
+                             "to select the heaviest units, or pass full_grid=True to show them all")
+        return _selection(rows_per_layer, None, range(max(len(r) for r in rows_per_layer)), image_shape, labels, cmap, colorbar_label,
+                          size=1.15 if image_size is None else image_size,
+                          title=title if title is not None else "every unit, in index order")
+    if len(weights) != len(rows_per_layer):
+        raise ValueError(f"weights has {len(weights)} layers for {len(rows_per_layer)} layers of normals")
+    weights = [np.asarray(w.detach().cpu() if hasattr(w, "detach") else w, dtype=float) for w in weights]
+    for w, rows, label in zip(weights, rows_per_layer, labels):
+        if w.shape != (len(rows),):
+            raise ValueError(f"weights of {label} has shape {w.shape}; need ({len(rows)},)")
+    n_show = min(n_units, max(len(r) for r in rows_per_layer))
+    return _selection(rows_per_layer, weights, range(n_show), image_shape, labels, cmap, colorbar_label,
+                      size=1.15 if image_size is None else image_size,
+                      title=title if title is not None else
+                      f"the {n_show} heaviest units of each layer, heaviest first (weight: {weight_name}; "
+                      "above each: unit and its share of the layer's weight)")
+
+
+def _selection(rows_per_layer, weights, columns, image_shape, labels, cmap, colorbar_label, *, size, title):
+    """Chosen units' normals, one row per layer: the heaviest by ``weights`` (or, with None, the
+    first units in index order), large, with one shared colour bar."""
+    n_show = len(columns)
+    fig, axes = plt.subplots(len(rows_per_layer), n_show,
+                             figsize=(size * n_show + 1.0, (size + 0.45) * len(rows_per_layer) + 0.5),
+                             squeeze=False, constrained_layout=True)
+    image = None
+    for r, (rows, label) in enumerate(zip(rows_per_layer, labels)):
+        w = None if weights is None else weights[r]
+        chosen = np.arange(len(rows))[:n_show] if w is None else heaviest_units(w, n_show)
+        total = None if w is None else w.sum()
+        for c, ax in enumerate(axes[r]):
+            if c >= len(chosen):
+                ax.set_axis_off()
+                continue
+            unit = int(chosen[c])
+            image = ax.imshow(rows[unit].reshape(image_shape), cmap=cmap, vmin=-1, vmax=1, interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for spine in ax.spines.values():
+                spine.set_visible(False)
+            share = "" if w is None else (f": {w[unit] / total:.1%}" if total > 0 else ": 0")
+            ax.set_title(f"unit {unit}{share}", fontsize=8)
+        axes[r, 0].set_ylabel(f"{label}\n({len(rows)} units)", fontsize=9)
+    fig.colorbar(image, ax=axes, shrink=0.7, label=colorbar_label)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def _full_grid(rows_per_layer, image_shape, labels, cmap, colorbar_label, *, order, method, n_cols,
+               max_units, image_size, title):
+    """Every unit's normal, one mosaic per layer (``hyperplane_images(..., full_grid=True)``)."""
+    mosaics = []
+    for rows in rows_per_layer:
+        index = clusters.clustered_order(rows, method=method) if order == "clustered" else np.arange(len(rows))
+        mosaics.append(_mosaic(rows[index[:max_units]].reshape(-1, *image_shape), n_cols))
     width = image_size * n_cols
     heights = [width * m.shape[0] / m.shape[1] for m in mosaics]
-    fig, axes = plt.subplots(len(mosaics), 1, figsize=(width, sum(heights) + 0.35 * len(mosaics)),
+    fig, axes = plt.subplots(len(mosaics), 1, figsize=(width + 1.0, sum(heights) + 0.35 * len(mosaics) + 0.4),
                              height_ratios=heights, squeeze=False, constrained_layout=True)
-    cmap = plt.get_cmap("RdBu_r").with_extremes(bad="white")
-    for ax, mosaic, title in zip(axes[:, 0], mosaics, titles):
-        ax.imshow(mosaic, cmap=cmap, vmin=-1, vmax=1, interpolation="nearest")
+    image = None
+    for ax, mosaic, label in zip(axes[:, 0], mosaics, labels):
+        image = ax.imshow(mosaic, cmap=cmap, vmin=-1, vmax=1, interpolation="nearest")
         ax.set_axis_off()
-        ax.set_title(title)
+        ax.set_title(label)
+    fig.colorbar(image, ax=axes, shrink=0.6, label=colorbar_label)
+    if title:
+        fig.suptitle(title)
     return fig
 
 
@@ -258,17 +380,15 @@ def node_cos_heatmaps(panels: Mapping[str, Sequence], node_normals, *, threshold
             rows = rows[np.linalg.norm(rows, axis=1) > 0]
             cos = np.abs((rows / np.linalg.norm(rows, axis=1, keepdims=True)) @ node_units.T)
             order = np.lexsort((-cos.max(axis=1), cos.argmax(axis=1)))
-            image = ax.imshow(cos[order], vmin=0, vmax=1, cmap="magma", aspect="auto", interpolation="nearest")
+            image = heatmap(ax, cos[order], vmin=0, vmax=1, cmap=COS_CMAP)
             share = (cos.max(axis=1) >= threshold).mean() if threshold is not None else None
             ax.set_title(f"layer {c + 1}" + (f": {share:.2f} on a node" if share is not None else ""), fontsize=9)
-            ax.set_xticks([])
-            ax.set_yticks([])
             if c == 0:
                 ax.set_ylabel(f"{name}\nunits", fontsize=9)
             if r == len(names) - 1:
                 ax.set_xlabel("tree nodes", fontsize=9)
     if image is not None:
-        fig.colorbar(image, ax=axes, shrink=0.8, label="|cos|")
+        fig.colorbar(image, ax=axes, shrink=0.8, label="|cos| of a unit's and a node's hyperplane")
     if title:
         fig.suptitle(title)
     return fig

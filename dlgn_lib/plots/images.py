@@ -2,18 +2,21 @@
 a neuron's saliency maps at several inputs, and the distribution of the gradient-cosine metric.
 
 Maps (hyperplane normals, input gradients) are drawn red for positive and blue for negative
-entries, each scaled by its own largest |entry|; images are drawn in grey. Functions return a
-Figure and never save.
+entries, each scaled by its own largest |entry| (one labelled colour bar per figure); images are
+drawn in grey. Functions return a Figure and never save.
 """
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter
 from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+import seaborn as sns
 import torch
+from matplotlib.lines import Line2D
 
 from .. import paths
 from . import MODEL_COLORS, MODEL_NAMES
@@ -43,11 +46,12 @@ def _bare(ax) -> None:
         spine.set_visible(False)
 
 
-def _show_map(ax, vector: np.ndarray, image_shape) -> None:
+def _show_map(ax, vector: np.ndarray, image_shape):
     scale = np.abs(vector).max()
-    ax.imshow(vector.reshape(image_shape) / (scale if scale > 0 else 1.0), cmap=MAP_CMAP,
-              vmin=-1, vmax=1, interpolation="nearest")
+    image = ax.imshow(vector.reshape(image_shape) / (scale if scale > 0 else 1.0), cmap=MAP_CMAP,
+                      vmin=-1, vmax=1, interpolation="nearest")
     _bare(ax)
+    return image
 
 
 def _show_image(ax, vector: np.ndarray, image_shape) -> None:
@@ -93,7 +97,7 @@ def path_region_images(model, x: torch.Tensor, path_list: Sequence, image_shape:
         n_inside = int(inside.sum())
         row = axes[r]
         for layer, unit in enumerate(path):
-            _show_map(row[layer], normals[layer][unit], image_shape)
+            mapped = _show_map(row[layer], normals[layer][unit], image_shape)
             row[layer].set_xlabel(f"ℓ={layer + 1}, unit {unit}", fontsize=7, labelpad=2)
         row[depth].set_axis_off()
         for k in range(n_images):
@@ -112,6 +116,8 @@ def path_region_images(model, x: torch.Tensor, path_list: Sequence, image_shape:
              "left: the half-space normals of the path's gates, one per layer · "
              "right: inputs inside its region, spread over all of them",
              ha="center", fontsize=9)
+    fig.colorbar(mapped, ax=list(axes[:, :depth].ravel()), location="left", shrink=0.6, pad=0.04,
+                 label="normal entry / its largest |entry|")
     return fig
 
 
@@ -143,10 +149,12 @@ def saliency_grid(images, rows: Mapping[str, object], image_shape: tuple[int, in
         if len(maps) != k:
             raise ValueError(f"rows[{label!r}] has {len(maps)} maps for {k} images")
         for c in range(k):
-            _show_map(axes[r, c], maps[c], image_shape)
+            mapped = _show_map(axes[r, c], maps[c], image_shape)
             if notes is not None and label in notes:
                 axes[r, c].set_xlabel(notes[label][c], fontsize=7, labelpad=2)
         axes[r, 0].set_ylabel(label, fontsize=9)
+    if rows:
+        fig.colorbar(mapped, ax=axes[1:, :], shrink=0.8, label="gradient entry / the map's largest |entry|")
     if title:
         fig.suptitle(title)
     return fig
@@ -154,7 +162,8 @@ def saliency_grid(images, rows: Mapping[str, object], image_shape: tuple[int, in
 
 def cosine_distributions(table, *, threshold: float | None = None, threshold_label: str = "",
                          title: str = "") -> plt.Figure:
-    """Per layer, the distribution over neurons of the mean pairwise gradient cosine, one box per model.
+    """Per layer, the distribution over neurons of the mean pairwise gradient cosine: a box (the
+    whiskers reach the extremes) and a jittered dot per neuron, one box per model in its colour.
 
     Args:
         table: rows of ``saliency.cosine_table`` with a ``model`` column (a kind such as "dlgn").
@@ -163,27 +172,33 @@ def cosine_distributions(table, *, threshold: float | None = None, threshold_lab
     """
     kinds = list(dict.fromkeys(table["model"]))
     layers = sorted(table["layer"].unique())
-    width = 0.8 / len(kinds)
-    rng = np.random.default_rng(0)  # jitter of the dots only
+    frame = table[["model", "layer", "mean_cos"]].dropna().assign(
+        model=lambda t: t["model"].map(lambda k: MODEL_NAMES.get(k, k)), layer=lambda t: t["layer"].map(lambda n: f"layer {n}"))
+    names = [MODEL_NAMES.get(k, k) for k in kinds]
+    palette = {MODEL_NAMES.get(k, k): MODEL_COLORS.get(k, "0.3") for k in kinds}
+    order = [f"layer {n}" for n in layers]
     fig, ax = plt.subplots(figsize=(1.3 + 1.3 * len(layers) * len(kinds) / 2, 3.0), constrained_layout=True)
-    for j, kind in enumerate(kinds):
-        color = MODEL_COLORS.get(kind, "0.3")
-        for layer in layers:
-            values = table[(table["model"] == kind) & (table["layer"] == layer)]["mean_cos"].dropna().to_numpy()
-            pos = layer + (j - (len(kinds) - 1) / 2) * width
-            ax.boxplot(values, positions=[pos], widths=0.8 * width, showfliers=False, whis=(0, 100),
-                       patch_artist=True, boxprops={"facecolor": "none", "edgecolor": color},
-                       medianprops={"color": color, "linewidth": 2}, whiskerprops={"color": color},
-                       capprops={"color": color})
-            ax.scatter(pos + rng.uniform(-0.3, 0.3, len(values)) * width, values, s=5, color=color,
-                       alpha=0.5, linewidths=0)
-        ax.plot([], [], color=color, linewidth=2, label=MODEL_NAMES.get(kind, kind))
+    common = dict(data=frame, x="layer", y="mean_cos", hue="model", order=order, hue_order=names,
+                  palette=palette, dodge=True, ax=ax)
+    with warnings.catch_warnings():  # seaborn 0.13 passes boxplot's deprecated ``vert`` argument
+        warnings.simplefilter("ignore", DeprecationWarning)
+        sns.boxplot(**common, fill=False, showfliers=False, whis=(0, 100), linewidth=1.2, width=0.8, legend=False)
+    # seaborn jitters with NumPy's global generator: seed it for this call only, so that the
+    # figure is the same on every run, and leave the caller's random state as it was
+    state = np.random.get_state()
+    try:
+        np.random.seed(0)
+        sns.stripplot(**common, size=2.5, alpha=0.5, jitter=0.3, legend=False)
+    finally:
+        np.random.set_state(state)
+    handles = [Line2D([], [], color=palette[n], linewidth=2) for n in names]
     if threshold is not None:
-        ax.axhline(threshold, color="0.4", linestyle=":", linewidth=1, label=threshold_label or f"{threshold:g}")
-    ax.set_xticks(layers, [f"layer {layer}" for layer in layers])
-    ax.set_xlim(layers[0] - 0.6, layers[-1] + 0.6)
+        ax.axhline(threshold, color="0.4", linestyle=":", linewidth=1)
+        handles.append(Line2D([], [], color="0.4", linestyle=":", linewidth=1))
+        names = names + [threshold_label or f"{threshold:g}"]
+    ax.set_xlabel("")
     ax.set_ylabel("mean pairwise cosine\nof a neuron's input gradients")
-    ax.legend(loc="lower left", frameon=False)
+    ax.legend(handles, names, loc="lower left", frameon=False)
     if title:
         ax.set_title(title)
     return fig

@@ -1,8 +1,8 @@
 """Figures for 2-D inputs: decision functions of trained models, their hyperplanes, and a DLGN
 built by hand (notebooks 00 and 02; claims C2, C3).
 
-Decision functions are drawn as ``tanh(ŷ(x))`` on a grid (blue −1 … red +1) with the boundary
-``ŷ = 0`` in black; points are coloured by label. Every function returns a Figure and never saves.
+Decision functions are drawn as ``tanh(ŷ(x))`` on a grid (blue −1 … red +1, a labelled colour
+bar) with the boundary ``ŷ = 0`` in black; points are coloured by label (a key says which). Every function returns a Figure and never saves.
 """
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import ListedColormap, Normalize
+from matplotlib.lines import Line2D
 from matplotlib.patches import Polygon
 
 from .. import models, paths
@@ -92,6 +95,23 @@ def draw_decision_function(ax, model, box, *, resolution: int = 150, hard: bool 
     return image
 
 
+def _shade_colorbar(fig, axes, label: str = "tanh ŷ(x)  (black line: ŷ = 0)"):
+    """One colour bar for the shaded decision functions of ``draw_decision_function`` (scale None):
+    the pale middle of the colour map that tanh ŷ ∈ [−1, 1] spans."""
+    cmap = ListedColormap(plt.get_cmap(CMAP)(np.linspace(0.3, 0.7, 256)))
+    return fig.colorbar(ScalarMappable(Normalize(-1.0, 1.0), cmap), ax=axes, shrink=0.7, label=label)
+
+
+def _label_key(fig, extra=(), **where):
+    """A key for the points' colours (and ``extra`` (handle, name) pairs)."""
+    handles = [Line2D([], [], ls="", marker="o", ms=5, color=color, markeredgecolor="white") for color in LABEL_COLORS]
+    names = ["label −1", "label +1"]
+    for handle, name in extra:
+        handles.append(handle)
+        names.append(name)
+    return fig.legend(handles, names, frameon=False, **where)
+
+
 def _accuracy_at(run, epoch) -> float:
     """Test accuracy at the best-validation epoch ("best"), or at the evaluation nearest a saved epoch."""
     if epoch == "best":
@@ -148,6 +168,9 @@ def decision_functions(runs: Sequence, *, epoch="best", ncols: int | None = None
         _frame(ax, box, titles[k] if titles is not None else run_title(run, epoch))
         if row_labels is not None and k % ncols == 0:
             ax.set_ylabel(row_labels[k // ncols])
+    used = [ax for ax in axes.flat if ax.figure is fig and ax.get_images()]
+    _shade_colorbar(fig, used)
+    _label_key(fig, loc="outside lower center", ncol=2, title=f"{points} points")
     return fig
 
 
@@ -177,6 +200,9 @@ def hyperplanes_over_function(run, *, epoch="best", layers: Sequence[int] = (1,)
         V, c = hyperplanes[layer - 1]
         draw_lines(ax, V.numpy(), c.numpy(), box, color=GATE_LINE_COLOR, lw=0.9, alpha=0.85)
         _frame(ax, box, f"layer {layer}: {V.shape[0]} hyperplanes ({label})")
+    _shade_colorbar(fig, list(axes[0]))
+    _label_key(fig, [(Line2D([], [], color=GATE_LINE_COLOR, lw=0.9), "gate hyperplane")],
+               loc="outside lower center", ncol=3, title="training points")
     fig.suptitle(f"{MODEL_NAMES.get(run.config.model.kind)}: decision function, test acc "
                  f"{_accuracy_at(run, epoch):.3f}")
     return fig

@@ -6,7 +6,8 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from matplotlib.patches import Polygon
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Polygon
 
 from .. import paths
 
@@ -14,9 +15,17 @@ BOX = (-2.2, 2.2, -2.2, 2.2)
 LAYER_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 
 
+LABEL_COLORS = {-1: "#1f77b4", 1: "#d62728"}  # training points by their ±1 label
+
+
 def _scatter(ax, dataset, size=6):
     x, y = dataset.x_train.numpy(), dataset.y_train.numpy()
-    ax.scatter(x[:, 0], x[:, 1], c=np.where(y > 0, "#d62728", "#1f77b4"), s=size, alpha=0.35, lw=0)
+    ax.scatter(x[:, 0], x[:, 1], c=np.where(y > 0, LABEL_COLORS[1], LABEL_COLORS[-1]), s=size, alpha=0.35, lw=0)
+
+
+def _label_handles():
+    return [Line2D([], [], ls="", marker="o", ms=4, color=LABEL_COLORS[label], alpha=0.6)
+            for label in (-1, 1)], ["label −1", "label +1"]
 
 
 def _frame(ax, box=BOX, title=""):
@@ -48,12 +57,14 @@ def layer_hyperplanes(model, dataset, box=BOX):
         draw_lines(ax, V.detach().numpy(), c.detach().numpy(), box,
                    color=LAYER_COLORS[layer % len(LAYER_COLORS)], lw=1.2)
         _frame(ax, box, f"layer {layer + 1}: {V.shape[0]} half-spaces")
-    fig.tight_layout()
+    fig.legend(*_label_handles(), loc="lower center", ncol=2, frameon=False, title="training points")
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
 def path_regions(model, chosen, dataset=None, box=BOX, ncols=4, scores=None):
-    """Each chosen path's active region ``R_π`` (exact polygon), shaded, with its L boundary lines."""
+    """Each chosen path's active region ``R_π`` (exact polygon), shaded, with its L boundary lines
+    (dashed, one colour per layer; a key under the panels says which)."""
     n = len(chosen)
     nrows = math.ceil(n / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 3.0 * nrows), squeeze=False)
@@ -73,7 +84,17 @@ def path_regions(model, chosen, dataset=None, box=BOX, ncols=4, scores=None):
                        color=LAYER_COLORS[layer % len(LAYER_COLORS)], lw=1.0, ls="--")
         label = f"path {path}" + (f"\n|g| = {scores[k]:.3g}" if scores is not None else "")
         _frame(ax, box, label)
-    fig.tight_layout()
+    depth = len(planes)
+    handles = [Patch(fc="#ffbf00", ec="black", alpha=0.55)]
+    names = ["active region R_π"]
+    handles += [Line2D([], [], color=LAYER_COLORS[layer % len(LAYER_COLORS)], lw=1.0, ls="--") for layer in range(depth)]
+    names += [f"boundary of the layer-{layer + 1} gate" for layer in range(depth)]
+    if dataset is not None:
+        points, point_names = _label_handles()
+        handles, names = handles + points, names + point_names
+    fig.legend(handles, names, loc="lower center", ncol=min(len(names), 3 + (dataset is not None)), frameon=False)
+    rows = math.ceil(len(names) / min(len(names), 3 + (dataset is not None)))
+    fig.tight_layout(rect=(0, (0.12 + 0.12 * rows) / nrows, 1, 1))
     return fig
 
 

@@ -1,7 +1,7 @@
 """Sensitivity maps: a claim's effect over a grid of settings, as annotated heatmaps.
 
 Each heatmap cell is one setting (``dlgn_lib.sensitivity.effect_table``): its colour is the median
-effect over seeds (blue: the claimed direction, red: against it), its text the median and the
+effect over seeds (blue: the claimed direction, red: against it; a labelled colour bar per effect), its text the median and the
 number of seeds pointing the claimed way, with ``*`` where the one-sided sign test gives
 p ≤ ``sensitivity.ALPHA``. A framed cell marks the registered setting in which the verdict is
 checked.
@@ -58,7 +58,7 @@ def effect_heatmaps(tables: Mapping[str, pd.DataFrame], rows: Sequence[str], col
         with warnings.catch_warnings():  # seaborn 0.13 calls a colormap method matplotlib deprecates
             warnings.simplefilter("ignore", PendingDeprecationWarning)
             sns.heatmap(median, ax=ax, cmap="RdBu", center=0.0, vmin=-limit, vmax=limit,
-                        annot=annot.to_numpy(), fmt="", annot_kws={"fontsize": 7}, cbar_kws={"shrink": 0.6},
+                        annot=annot.to_numpy(), fmt="", annot_kws={"fontsize": 7}, cbar_kws={"shrink": 0.8, "label": "median over seeds\n(blue: the claimed way)"},
                         linewidths=0.5, linecolor="white")
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("")

@@ -5,6 +5,9 @@ from typing import Callable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.lines import Line2D
 
 from . import MODEL_COLORS, MODEL_NAMES
 
@@ -17,8 +20,9 @@ def point_values(runs: Sequence, row_of: Callable, row: str, kind: str,
 
 def accuracy_points(runs: Sequence, kinds_of: Mapping[str, Sequence[str]], row_of: Callable,
                     chance: Mapping[str, float] | None = None) -> plt.Figure:
-    """Test accuracy per model: mean ± std (ddof 1; 0 for one seed) and every seed, one panel per
-    data set (row label, each with its own scale).
+    """Test accuracy per model: mean ± std (ddof 1; 0 for one seed) as a large point with bars, and
+    every seed as a small point beside it (a seaborn swarm), each model in its registry colour
+    (``MODEL_COLORS``); one panel per data set (row label, each with its own scale).
 
     Args:
         runs: the selected runs; ``row_of(run)`` gives a run's row label.
@@ -26,15 +30,18 @@ def accuracy_points(runs: Sequence, kinds_of: Mapping[str, Sequence[str]], row_o
         chance: row label -> chance level, drawn as a dashed line.
     """
     chance = chance or {}
-    fig, axes = plt.subplots(1, len(kinds_of), figsize=(3.2 * len(kinds_of), 3.3), squeeze=False)
+    fig, axes = plt.subplots(1, len(kinds_of), figsize=(3.2 * len(kinds_of), 3.5), squeeze=False)
     for ax, (row, kinds) in zip(axes[0], kinds_of.items()):
         everything = []
+        seeds = pd.DataFrame([(i + 0.22, kind, value) for i, kind in enumerate(kinds)
+                              for value in point_values(runs, row_of, row, kind)], columns=["x", "kind", "value"])
         for i, kind in enumerate(kinds):
             values = point_values(runs, row_of, row, kind)
             std = values.std(ddof=1) if len(values) > 1 else 0.0
             ax.errorbar(i, values.mean(), yerr=std, fmt="o", ms=7, capsize=4, color=MODEL_COLORS[kind])
-            ax.plot(np.full(len(values), i + 0.18), values, ".", ms=5, color=MODEL_COLORS[kind], alpha=0.7)
             everything += [values.mean() - std, values.mean() + std, *values]
+        sns.swarmplot(data=seeds, x="x", y="value", hue="kind", palette=dict(MODEL_COLORS), native_scale=True,
+                      size=3.5, alpha=0.8, legend=False, ax=ax)
         low, high = min(everything), max(everything)
         if row in chance:
             low = min(low, chance[row])
@@ -42,7 +49,15 @@ def accuracy_points(runs: Sequence, kinds_of: Mapping[str, Sequence[str]], row_o
         ax.set_ylim(low - 0.02, high + 0.02)
         ax.set_xticks(range(len(kinds)), [MODEL_NAMES[k] for k in kinds], rotation=35, ha="right")
         ax.set_xlim(-0.5, len(kinds) - 0.3)
+        ax.set_xlabel("")
+        ax.set_ylabel("")
         ax.set_title(row)
     axes[0][0].set_ylabel("test accuracy (best val epoch)")
-    fig.tight_layout()
+    handles = [Line2D([], [], ls="", marker="o", ms=7, color="0.3"), Line2D([], [], ls="", marker="o", ms=3.5, color="0.3")]
+    names = ["mean ± std over seeds", "one seed"]
+    if any(row in chance for row in kinds_of):
+        handles.append(Line2D([], [], color="0.5", ls="--", lw=1))
+        names.append("chance")
+    fig.legend(handles, names, loc="lower center", ncol=len(names), frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
