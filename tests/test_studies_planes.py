@@ -183,3 +183,68 @@ def test_gate_pattern_cells_tile_the_box():
     for layer in model.gating:
         torch.nn.init.normal_(layer.bias, std=0.5)
     assert planes.tiling_error(model, (-2.0, 2.0, -1.0, 1.0)) < 1e-12
+
+
+# --------------------------------------------------------------------------- 00: soft and hard gates
+
+def threshold_dlgn():
+    """One layer, two gates, value input "ones" ("he": u¹ set directly), output weights 1.
+    Gate 1: η = x1, value +1; gate 2: η = 0 everywhere (soft 1/2, hard 1), value −0.75. So
+    f = σ(β x1) − 0.375 with soft gates (positive iff x1 > −logit(0.375)/β = −0.5108/β) and
+    f = 1[x1 ≥ 0] − 0.75 with hard gates (positive iff x1 ≥ 0)."""
+    model = models.DLGN(2, (2,), 1, gate_bias=True, convention="he").double()
+    with torch.no_grad():
+        model.gating[0].weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 0.0]], dtype=torch.float64))
+        model.gating[0].bias.zero_()
+        model.value_first.copy_(torch.tensor([1.0, -0.75], dtype=torch.float64))
+        model.head.weight.fill_(1.0)
+    return model
+
+
+def test_with_beta_copies_and_its_soft_output_is_the_sigmoid_by_hand():
+    model = threshold_dlgn()
+    x = torch.tensor([[-2.0, 0.3], [-0.1, 1.0], [0.0, 0.0], [0.7, -1.0]], dtype=torch.float64)
+    for beta in (0.5, 4.0, 30.0):
+        sharp = planes.with_beta(model, beta)
+        expected = 1 / (1 + np.exp(-beta * x[:, 0].numpy())) - 0.375
+        np.testing.assert_allclose(sharp(x, hard=False)[:, 0].detach().numpy(), expected, atol=1e-14)
+        np.testing.assert_allclose(sharp(x, hard=True)[:, 0].detach().numpy(), [-0.75, -0.75, 0.25, 0.25])
+    assert model.beta == 4.0                     # the model itself is untouched
+    with pytest.raises(ValueError, match="beta"):
+        planes.with_beta(model, 0.0)
+
+
+def test_soft_hard_accuracies_follow_the_threshold_known_by_hand():
+    # x1 = -0.1, label -1: soft predicts +1 while -0.5108/β < -0.1 (β < 5.1), hard predicts -1;
+    # x1 = +0.2, label +1: right for every β and for hard gates.
+    x = torch.tensor([[-0.1, 0.0], [0.2, 0.0]], dtype=torch.float64)
+    dataset = SimpleNamespace(x_test=x, y_test=torch.tensor([-1.0, 1.0]))
+    table = planes.soft_hard_accuracies(threshold_dlgn(), dataset, [1.0, 4.0, 6.0, 64.0])
+    assert list(table["gates"]) == ["soft"] * 4 + ["hard"]
+    assert list(table["beta"][:4]) == [1.0, 4.0, 6.0, 64.0] and math.isnan(table["beta"].iloc[4])
+    assert list(table["test accuracy"]) == [0.5, 0.5, 1.0, 1.0, 1.0]
+
+
+def test_balanced_gate_is_the_gate_that_halves_the_data():
+    model = models.DLGN(2, (3,), 1, gate_bias=True).double()
+    with torch.no_grad():                         # x1 >= -10 (all on), x1 >= 0.05 (4 of 10), x1 >= 10 (none)
+        model.gating[0].weight.copy_(torch.tensor([[1.0, 0.0]] * 3, dtype=torch.float64))
+        model.gating[0].bias.copy_(torch.tensor([10.0, -0.05, -10.0], dtype=torch.float64))
+    x = torch.stack([torch.linspace(-1, 1, 10, dtype=torch.float64), torch.zeros(10, dtype=torch.float64)], 1)
+    assert planes.balanced_gate(model, x) == 1
+
+
+def test_soft_vs_hard_panel_titles_the_accuracies_it_computes():
+    import matplotlib
+    matplotlib.use("Agg")
+    from dlgn_lib import data
+    dataset = data.load("plane", name="moons", n=60, seed=0)
+    torch.manual_seed(0)
+    model = models.DLGN(2, (3, 3), 1, gate_bias=True)
+    run = SimpleNamespace(model_at=lambda epoch: model, dataset=lambda: dataset)
+    fig = planes.soft_vs_hard(run, 2.0, resolution=30)
+    assert len(fig.axes) == 4
+    acc = planes.soft_hard_accuracies(model.double(), dataset, [2.0])["test accuracy"]
+    assert fig.axes[2].get_title().endswith(f"test acc {acc[0]:.3f}")
+    assert fig.axes[3].get_title().endswith(f"test acc {acc[1]:.3f}")
+    assert model.beta == 4.0

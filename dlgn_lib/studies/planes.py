@@ -3,6 +3,9 @@
 What the notebooks that train small networks on 2-D sets measure and show, beyond the general
 tools of ``dlgn_lib.paths`` and ``dlgn_lib.plots``:
 
+* 00: soft against hard gates: ``with_beta`` (a copy of a DLGN with another β),
+  ``soft_hard_accuracies`` (test accuracy per β and with hard gates), ``balanced_gate`` and
+  ``soft_vs_hard`` (the β slider's panel);
 * 01: ``max_path_sum_error`` (the explicit path sum against the forward pass), ``path_sum_errors``
   (that error over every snapshot of runs, as a table), ``top_path_regions`` (the slider's panel);
 * 02: ``model_spec`` (the five models at matched widths), ``dataset_label``, ``gap_table``;
@@ -11,6 +14,7 @@ tools of ``dlgn_lib.paths`` and ``dlgn_lib.plots``:
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -18,6 +22,100 @@ import pandas as pd
 import torch
 
 from .. import config, paths
+
+# --------------------------------------------------------------------------- 00: soft and hard gates
+
+
+def with_beta(model, beta: float):
+    """A copy of the DLGN ``model`` whose soft gates are ``σ(beta · η)``; the model is unchanged."""
+    if not beta > 0:
+        raise ValueError(f"beta={beta!r} must be positive")
+    copied = copy.deepcopy(model)
+    copied.beta = float(beta)
+    return copied
+
+
+@torch.no_grad()
+def _accuracy(model, x, y, hard: bool) -> float:
+    return ((model(x, hard=hard)[:, 0] >= 0) == (y > 0)).double().mean().item()
+
+
+def soft_hard_accuracies(model, dataset, betas) -> pd.DataFrame:
+    """Test accuracy of a DLGN evaluated with soft gates ``σ(β η)`` at each of ``betas`` and with
+    hard gates ``1(η ≥ 0)`` (columns ``gates``, ``beta``, ``test accuracy``; beta is NaN for hard)."""
+    x, y = dataset.x_test.to(next(model.parameters()).dtype), dataset.y_test
+    rows = [{"gates": "soft", "beta": float(b), "test accuracy": _accuracy(with_beta(model, b), x, y, False)}
+            for b in betas]
+    rows.append({"gates": "hard", "beta": math.nan, "test accuracy": _accuracy(model, x, y, True)})
+    return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def balanced_gate(model, x: torch.Tensor, layer: int = 1) -> int:
+    """The unit of ``layer`` (1-based) whose hard gate is on for the share of inputs ``x`` nearest
+    one half: a gate whose line runs through the data."""
+    eta = model.gate_preactivations(x)[layer - 1]
+    return int(((eta >= 0).double().mean(0) - 0.5).abs().argmin())
+
+
+def soft_vs_hard(run, beta: float, *, layer: int = 1, unit: int | None = None, resolution: int = 120):
+    """The β slider's panel of notebook 00, for a trained DLGN run (its best-validation model).
+
+    Panels: (1) a gate as a function of its pre-activation, ``σ(β η)`` against ``σ(β_train η)``
+    and ``1(η ≥ 0)``; (2) that gate of ``layer`` (``unit``; default :func:`balanced_gate`) over
+    the plane, soft at ``beta``, with its line; (3) the decision function with soft gates at
+    ``beta``; (4) with hard gates. Panels 3 and 4 give the test accuracy.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from ..plots import planes as plane_plots
+
+    trained = run.model_at("best").double()
+    model, ds = with_beta(trained, beta), run.dataset()
+    x, y = ds.x_test.double(), ds.y_test
+    box = plane_plots.data_box(ds)
+    unit = balanced_gate(trained, ds.x_train.double(), layer) if unit is None else unit
+    fig, axes = plt.subplots(1, 4, figsize=(12.4, 3.3), constrained_layout=True)
+
+    eta = np.linspace(-2.0, 2.0, 401)
+    ax = axes[0]
+    ax.plot(eta, (eta >= 0).astype(float), color="black", lw=1.6, label="hard: 1[η ≥ 0]")
+    ax.plot(eta, 1 / (1 + np.exp(-trained.beta * eta)), color="0.6", lw=1.2, ls="--",
+            label=f"soft, β = {trained.beta:g} (training)")
+    ax.plot(eta, 1 / (1 + np.exp(-beta * eta)), color="#e66101", lw=2.0, label=f"soft, β = {beta:g}")
+    ax.set_xlabel("gating pre-activation η")
+    ax.set_ylabel("gate value")
+    ax.legend(loc="upper left", fontsize=7, frameon=False)
+    ax.set_title("a gate: soft σ(βη) and hard")
+
+    xx, yy = np.meshgrid(np.linspace(box[0], box[1], resolution), np.linspace(box[3], box[2], resolution))
+    grid = torch.tensor(np.stack([xx.ravel(), yy.ravel()], 1), dtype=torch.float64)
+    with torch.no_grad():
+        gate = model.gates(grid, hard=False)[layer - 1][:, unit].numpy().reshape(xx.shape)
+    ax = axes[1]
+    ax.imshow(gate, extent=box, cmap=ListedColormap(plt.get_cmap("Oranges")(np.linspace(0.0, 0.8, 256))),
+              vmin=0, vmax=1, interpolation="bilinear")
+    V, c = paths.effective_hyperplanes(model)[layer - 1]
+    plane_plots.draw_lines(ax, V[unit:unit + 1].detach().numpy(), c[unit:unit + 1].detach().numpy(), box,
+                           color="black", lw=1.0)
+    ax.set_title(f"gate {unit + 1} of layer {layer} at β = {beta:g}\n(white 0 … orange 1; line: η = 0)",
+                 fontsize=9)
+
+    for ax, hard in zip(axes[2:], (False, True)):
+        plane_plots.draw_decision_function(ax, model, box, resolution=resolution, hard=hard)
+        for label, color in zip((-1, 1), plane_plots.LABEL_COLORS):
+            mask = (y * label > 0).numpy()
+            ax.scatter(x[mask, 0], x[mask, 1], s=7, c=color, edgecolors="white", linewidths=0.3)
+        what = "hard gates 1[η ≥ 0]" if hard else f"soft gates, β = {beta:g}"
+        ax.set_title(f"decision function, {what}\ntest acc {_accuracy(model, x, y, hard):.3f}", fontsize=9)
+    for ax in axes[1:]:
+        ax.set_xlim(box[0], box[1])
+        ax.set_ylim(box[2], box[3])
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+    return fig
+
 
 # --------------------------------------------------------------------------- 01: paths
 
