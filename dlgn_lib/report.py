@@ -53,7 +53,7 @@ CLAIMS = (
 )
 #: What a reader can move in each notebook (course guide).
 LIVE = {
-    "00": "epoch slider of gate lines; build-a-DLGN-by-hand panel",
+    "00": "β slider: soft vs hard gates; epoch slider of gate lines; build-a-DLGN-by-hand panel",
     "01": "slider: largest paths and their regions",
     "02": "— (decision-function grid, accuracy table)",
     "03": "slider: DLGN vs ReLU partitions",
