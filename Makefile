@@ -8,6 +8,8 @@
 #   make test                     library tests, then nbval on the committed notebooks
 #   make lab                      JupyterLab on 127.0.0.1, serving notebooks/ (no solutions there)
 #   make student                  the student edition: build/student/ (outputs cleared, no solutions)
+#   make book                     the rendered book of the committed notebooks: build/book/index.html
+#                                 (nothing re-executed; sliders as static twins)
 #   make bench                    performance benchmarks (SPEC §6)
 #   make report                   regenerate the README's tables and the notebooks' results blocks
 #   make data                     prepare the datasets
@@ -28,12 +30,13 @@ STAMP := $(VENV)/.dlgn-installed.stamp
 BUILD_DIR := $(or $(DLGN_BUILD_DIR),build)
 RUNS_DIR := $(or $(DLGN_RUNS_DIR),$(or $(DLGN_DATA_DIR),data)/runs)
 
-.PHONY: venv data figures test lab bench report student lock clean check-profile
+.PHONY: venv data figures test lab bench report student book lock clean check-profile
 
 venv: $(STAMP)
 
 # Re-installs whenever the lock or the project metadata changes. The lock pins every package,
-# the test tools included; the project itself goes in with its `test` extra, so `make test` has them.
+# the test and book tools included; the project itself goes in with its `test` and `book` extras, so
+# `make test` and `make book` have them.
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(PY) || { test -n "$(PYTHON)" && "$(PYTHON)" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; } || \
 	  { echo "error: dlgn-halfspace needs Python 3.11 (its pinned PyTorch wheels are built for CPython 3.11);" \
@@ -41,7 +44,7 @@ $(STAMP): requirements.lock pyproject.toml
 	    "Install Python 3.11 or run: make PYTHON=/path/to/python3.11 ... (other platforms: see README, Install)" >&2; exit 2; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -r requirements.lock
-	$(PY) -m pip install --no-deps -e '.[test]'
+	$(PY) -m pip install --no-deps -e '.[test,book]'
 	touch $@
 
 data: venv
@@ -72,6 +75,10 @@ report: venv
 # Notebooks with outputs and results cleared, exercises kept; solutions stay in teaching/.
 student: venv
 	$(PY) -m dlgn_lib.student $(BUILD_DIR)/student
+
+# Sphinx + myst-nb over the committed outputs (docs/book/build.py; sources staged in build/book-src).
+book: venv
+	$(PY) docs/book/build.py $(BUILD_DIR)/book
 
 check-profile:
 	@case "$(PROFILE)" in quick|full) ;; \

@@ -2,8 +2,9 @@
 environment.yml, requirements.lock, and the imports of dlgn_lib/.
 
 pyproject.toml declares the direct dependencies with exact pins: the runtime ones in
-``dependencies`` and the test suite's tools in the optional extra ``test``. environment.yml (conda
-users) must list the same names with the same specs, the extra's included; requirements.lock (the
+``dependencies``, the test suite's tools in the optional extra ``test`` and the book's (``make
+book``) in the extra ``book``. environment.yml (conda
+users) must list the same names with the same specs, the extras' included; requirements.lock (the
 full pinned set the Makefile installs) must hold a version of each that satisfies its pyproject
 spec. Every third-party package that a module of dlgn_lib/ imports must be a runtime dependency.
 The checkers return a list of readable problems, and the drift tests feed them deliberately broken
@@ -31,9 +32,10 @@ LOCK = ROOT / "requirements.lock"
 PACKAGE = ROOT / "dlgn_lib"
 MAKEFILE = ROOT / "Makefile"
 #: The optional extras of pyproject.toml that environment.yml and the lock must cover too.
-EXTRAS = ("test",)
-#: The tools that belong in the test extra, not in the runtime dependencies.
-TEST_TOOLS = {"pytest", "nbval", "playwright", "pyyaml"}
+EXTRAS = ("test", "book")
+#: The tools that belong in each extra, not in the runtime dependencies.
+TOOLS = {"test": {"pytest", "nbval", "playwright", "pyyaml"},
+         "book": {"sphinx", "myst-nb", "sphinx-book-theme"}}
 
 # conda-forge names that differ from the PyPI ones; everything else is spelled the same.
 CONDA_TO_PYPI = {"pytorch": "torch"}
@@ -70,7 +72,7 @@ def pyproject_requirements(path: Path, extras=EXTRAS) -> tuple[dict[str, str], s
 
 
 def extras_problems(path: Path) -> list[str]:
-    """The runtime list and the extras are disjoint, and the test tools sit in the test extra."""
+    """The runtime list and the extras are disjoint, and each extra's tools sit in that extra."""
     project = tomllib.loads(path.read_text())["project"]
     runtime = _specs(project["dependencies"])
     optional = {extra: _specs(lines) for extra, lines in project.get("optional-dependencies", {}).items()}
@@ -78,12 +80,13 @@ def extras_problems(path: Path) -> list[str]:
     for extra, specs in sorted(optional.items()):
         problems += [f"{name}: both a runtime dependency and in extra {extra!r}"
                      for name in sorted(runtime.keys() & specs.keys())]
-    for name in sorted(TEST_TOOLS):
-        if name in runtime:
-            problems.append(f"{name}: a test tool, declared as a runtime dependency "
-                            "(move it to the test extra)")
-        elif name not in optional.get("test", {}):
-            problems.append(f"{name}: a test tool, missing from the test extra")
+    for extra, tools in TOOLS.items():
+        for name in sorted(tools):
+            if name in runtime:
+                problems.append(f"{name}: a {extra} tool, declared as a runtime dependency "
+                                f"(move it to the {extra} extra)")
+            elif name not in optional.get(extra, {}):
+                problems.append(f"{name}: a {extra} tool, missing from the {extra} extra")
     return problems
 
 
@@ -230,8 +233,9 @@ def test_test_tools_are_an_extra_not_runtime_dependencies():
     assert extras_problems(PYPROJECT) == []
 
 
-def test_makefile_installs_the_project_with_its_test_extra():
-    assert re.search(r"pip install --no-deps -e '?\.\[test\]'?", MAKEFILE.read_text())
+def test_makefile_installs_the_project_with_its_extras():
+    [extras] = re.findall(r"pip install --no-deps -e '?\.\[([a-z,]+)\]'?", MAKEFILE.read_text())
+    assert sorted(extras.split(",")) == sorted(EXTRAS)
 
 
 def test_pyproject_pins_match_lock():
@@ -322,16 +326,25 @@ def test_lock_checker_covers_the_test_extra(tmp_path):
     assert lock_drift(copy, LOCK) == ["pytest: requirements.lock pins 9.2.0, pyproject.toml says '==9.1.0'"]
 
 
+def test_environment_checker_covers_the_book_extra(tmp_path):
+    copy = tmp_path / "environment.yml"
+    copy.write_text(edited(ENVIRONMENT.read_text(), ("  - myst-nb==1.4.0", "  - myst-nb==1.3.0")))
+    assert environment_drift(PYPROJECT, copy) == [
+        "myst-nb: pyproject.toml says '==1.4.0', environment.yml says '==1.3.0'"]
+
+
 def test_extras_checker_catches_misplaced_tools(tmp_path):
     copy = tmp_path / "pyproject.toml"
     copy.write_text(edited(PYPROJECT.read_text(),
                            ('    "nbval==0.11.0",\n', ""),
                            ('    "torch==2.14.1",\n',
                             '    "torch==2.14.1",\n    "nbval==0.11.0",\n    "numpy==2.4.6",\n'),
-                           ('    "pyyaml==6.0.4",\n', '    "pyyaml==6.0.4",\n    "numpy==2.4.6",\n')))
+                           ('    "pyyaml==6.0.4",\n', '    "pyyaml==6.0.4",\n    "numpy==2.4.6",\n'),
+                           ('    "sphinx-book-theme==1.4.0",\n', "")))
     assert extras_problems(copy) == [
         "numpy: both a runtime dependency and in extra 'test'",
         "nbval: a test tool, declared as a runtime dependency (move it to the test extra)",
+        "sphinx-book-theme: a book tool, missing from the book extra",
     ]
 
 
