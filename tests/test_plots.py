@@ -117,7 +117,7 @@ def test_heatmaps_have_labelled_colour_bars():
     rng = np.random.default_rng(0)
     layers = [rng.normal(size=(6, 5)), rng.normal(size=(4, 5))]
     fig = hyperplanes.abs_cosine_grid({"a": layers, "b": layers})
-    assert colorbar_labels(fig) == ["|cos| of two units' hyperplanes"]
+    assert colorbar_labels(fig) == ["|cos| between two units"]
     # seaborn draws the clustered |cos| matrix cell by cell: the mesh holds the matrix itself
     cos = np.abs(layers[1] / np.linalg.norm(layers[1], axis=1, keepdims=True)
                  @ (layers[1] / np.linalg.norm(layers[1], axis=1, keepdims=True)).T)

@@ -202,8 +202,9 @@ def epoch_curves(table: pd.DataFrame, panels: Mapping[str, Sequence[str]], *, by
         handles += [Line2D([], [], color="black", ls=style, lw=1.6) for style in style_key.values()]
         names += list(style_key)
         what = "colour: model" if all(g in MODEL_COLORS for g in groups) else f"colour: {by}"
-        what += " · line style: arc" if style_key and all(n in ARC_STYLES for n in style_key) else \
-            (" · line style: measure" if style_key else "")
+        arcs = [name in ARC_STYLES for name in style_key]
+        if arcs:
+            what += " · line style: " + ("arc" if all(arcs) else "arc or measure" if any(arcs) else "measure")
         fig.legend(handles, names, loc="lower center", ncol=min(len(names), 6), frameon=False, fontsize=8,
                    title=what, title_fontsize=8)
         bottom = 0.2 / nrows

@@ -65,7 +65,7 @@ def abs_cosine_grid(panels: Mapping[str, Sequence], *, method: str = "complete",
                 ax.set_title(f"layer {layer + 1}")
             if layer == 0:
                 ax.set_ylabel(label)
-    fig.colorbar(image, ax=axes, shrink=0.8, label="|cos| of two units' hyperplanes")
+    fig.colorbar(image, ax=axes, shrink=0.8, label="|cos| between two units")
     if title:
         fig.suptitle(title)
     return fig

@@ -116,8 +116,10 @@ def path_region_images(model, x: torch.Tensor, path_list: Sequence, image_shape:
              "left: the half-space normals of the path's gates, one per layer · "
              "right: inputs inside its region, spread over all of them",
              ha="center", fontsize=9)
-    fig.colorbar(mapped, ax=list(axes[:, :depth].ravel()), location="left", shrink=0.6, pad=0.04,
-                 label="normal entry / its largest |entry|")
+    # the colour bar sits in the right margin the grid leaves free, so the panels keep their size
+    colorbar = fig.colorbar(mapped, cax=fig.add_axes((0.925, 0.3, 0.01, 0.4)))
+    colorbar.set_label("normal entry / its largest |entry|", fontsize=8)
+    colorbar.ax.tick_params(labelsize=7)
     return fig
 
 

@@ -34,6 +34,9 @@ def _frame(ax, box=BOX, title=""):
     ax.set_aspect("equal")
     ax.set_xticks([])
     ax.set_yticks([])
+    for spine in ax.spines.values():  # a closed frame: the box is part of the picture
+        spine.set_visible(True)
+        spine.set_linewidth(0.6)
     ax.set_title(title)
 
 
@@ -67,7 +70,8 @@ def path_regions(model, chosen, dataset=None, box=BOX, ncols=4, scores=None):
     (dashed, one colour per layer; a key under the panels says which)."""
     n = len(chosen)
     nrows = math.ceil(n / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 3.0 * nrows), squeeze=False)
+    key_height = 0.9  # inches under the panels for the key
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 3.3 * nrows + key_height), squeeze=False)
     planes = paths.effective_hyperplanes(model)
     for k, ax in enumerate(axes.flat):
         if k >= n:
@@ -93,8 +97,7 @@ def path_regions(model, chosen, dataset=None, box=BOX, ncols=4, scores=None):
         points, point_names = _label_handles()
         handles, names = handles + points, names + point_names
     fig.legend(handles, names, loc="lower center", ncol=min(len(names), 3 + (dataset is not None)), frameon=False)
-    rows = math.ceil(len(names) / min(len(names), 3 + (dataset is not None)))
-    fig.tight_layout(rect=(0, (0.12 + 0.12 * rows) / nrows, 1, 1))
+    fig.tight_layout(rect=(0, key_height / fig.get_figheight(), 1, 1), h_pad=2.0)
     return fig
 
 
