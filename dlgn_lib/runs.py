@@ -409,7 +409,7 @@ def get_or_train_many(configs, *, device=None, progress: bool | None = None, ver
         members = list(group.values())
         got = _get_or_train_seeds(members, device=device, progress=progress, say=say, tally=tally)
         found.update((c.key(), run) for c, run in zip(members, got))
-    if verbose:
+    if verbose and configs:
         print(summary_line(sum(len(g) for g in groups.values()), tally), flush=True)
     return [found[c.key()] for c in configs]
 
