@@ -84,7 +84,7 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
 use_style()
 
 #: Topic modules of plot functions, imported on first use (``dl.plots.circle``, …).
-TOPICS = ("circle", "hyperplanes", "images", "planes", "regions", "sensitivity", "tables")
+TOPICS = ("circle", "hyperplanes", "images", "planes", "regions", "schematic", "sensitivity", "tables")
 
 
 def __getattr__(name: str):
