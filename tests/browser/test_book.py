@@ -1,0 +1,208 @@
+"""The rendered book (``make book``) in a real browser: system Chromium through Playwright.
+
+The book is built into a throwaway folder by docs/book/build.py, the code ``make book`` runs, and
+served from 127.0.0.1 by http.server in a thread. Every page must load without a console error
+and every image must decode; on a notebook page, moving a slider's static twin (its range input
+set and an ``input`` event sent, as a drag does) must show another frame and its epoch. The
+book's only outside resource, MathJax from a CDN, is answered with an empty script (there is no
+network here); any other outside request fails the test. Screenshots go to
+``build/browser/book-*.png``. Without Chromium the test is skipped locally and fails under CI=true
+(the ``chromium`` fixture of conftest.py).
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+from playwright.sync_api import sync_playwright
+
+from dlgn_lib import locations
+from lab_session import CHROMIUM_ARGS
+
+BUILD = locations.REPO_ROOT / "docs" / "book" / "build.py"
+# The outside resources the book may ask for, and nothing else: Sphinx's MathJax.
+ALLOWED_OUTSIDE = ("https://cdn.jsdelivr.net/npm/mathjax@",)
+# Calls that display a panel (dlgn_lib.widgets) in a notebook's code.
+PANEL_CALLS = ("epoch_slider(", "figure_panel(", "_slider(")
+TWIN_PAGE = "01_paths"
+
+
+@pytest.fixture(scope="module")
+def book(chromium, tmp_path_factory) -> Path:
+    """The book built into a throwaway folder (after the Chromium check: no build to skip)."""
+    out = tmp_path_factory.mktemp("book") / "book"
+    subprocess.run([sys.executable, str(BUILD), str(out)], check=True, cwd=locations.REPO_ROOT)
+    return out
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(book):
+    """The book served over HTTP on 127.0.0.1 (a random port); yields its base address."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(book)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def book_browser(chromium, tmp_path_factory):
+    with sync_playwright() as playwright:
+        try:
+            browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
+                                                 timeout=60_000)
+        except Exception as exc:  # installed but unable to start: always a failure
+            pytest.fail(f"Chromium ({chromium}) did not start: {exc}")
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class BookPage:
+    """A page of the book with its console errors, uncaught exceptions and outside requests."""
+
+    def __init__(self, browser, site: str):
+        self.site = site
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(30_000)
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"exception: {e}"))
+        self.page.on("requestfailed", lambda r: self.errors.append(f"failed: {r.url} {r.failure}"))
+        self.page.on("response", lambda r: self.errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+        self.page.route("**/*", self._route)
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith(self.site) or url.startswith("data:"):
+            route.continue_()
+        else:
+            self.outside.append(url)
+            route.fulfill(status=200, content_type="application/javascript", body="")
+
+    def open(self, path: str):
+        self.page.goto(self.site + path, wait_until="networkidle")
+        self.page.wait_for_function("Array.from(document.images).every(i => i.complete)")
+        return self.page
+
+    def broken_images(self) -> list[str]:
+        return self.page.evaluate(
+            "Array.from(document.images).filter(i => !(i.naturalWidth > 0)).map(i => i.src.slice(0, 120))")
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def book_page(book_browser, site):
+    page = BookPage(book_browser, site)
+    try:
+        yield page
+    finally:
+        page.close()
+
+
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    folder = locations.build_dir() / "browser"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def pages(book: Path) -> list[str]:
+    """The book's pages: its HTML files outside the _static/ and _images/ folders (the theme ships
+    template fragments as .html files there)."""
+    return sorted(str(p.relative_to(book)) for p in book.rglob("*.html")
+                  if not p.relative_to(book).parts[0].startswith("_"))
+
+
+def panels_in(notebook: Path) -> bool:
+    nb = nbformat.read(notebook, as_version=4)
+    return any(call in c.source for c in nb.cells if c.cell_type == "code" for call in PANEL_CALLS)
+
+
+def test_every_page_loads_without_errors_and_every_image_decodes(book, book_page, shots):
+    found = pages(book)
+    notebooks = sorted(p.stem for p in (locations.REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert {"index.html", "search.html", "genindex.html"} <= set(found)
+    assert [p for p in found if p.startswith("notebooks/")] == [f"notebooks/{n}.html" for n in notebooks]
+    images = 0
+    for path in found:
+        page = book_page.open(path)
+        assert book_page.broken_images() == [], path
+        images += page.evaluate("document.images.length")
+        if path == "index.html":
+            page.screenshot(path=str(shots / "book-front.png"))
+            page.evaluate("document.getElementById('figure-gallery').scrollIntoView()")
+            page.screenshot(path=str(shots / "book-gallery.png"))
+    assert book_page.errors == [], "\n".join(book_page.errors)
+    assert all(url.startswith(ALLOWED_OUTSIDE) for url in book_page.outside), book_page.outside
+    # the front page alone shows one thumbnail per committed figure
+    assert images >= len(list((locations.REPO_ROOT / "figures").glob("[0-9][0-9]_*.png")))
+
+
+def test_front_page_has_the_claims_the_gallery_and_the_citation(book_page):
+    page = book_page.open("index.html")
+    table = page.locator("table").first
+    assert table.locator("th").first.text_content().strip() == "id"
+    claims = [c.strip() for c in table.locator("tbody tr td:first-child").all_text_contents()]
+    assert claims == ["—", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "T"]
+    # the claims table's notebook links reach the book's pages
+    hrefs = set(table.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))"))
+    assert "notebooks/01_paths.html" in hrefs and all(h.endswith(".html") for h in hrefs), hrefs
+    figures = sorted(p.name for p in (locations.REPO_ROOT / "figures").glob("[0-9][0-9]_*.png"))
+    shown = page.locator(".dlgn-gallery img").evaluate_all("imgs => imgs.map(i => i.getAttribute('src'))")
+    assert sorted(Path(s).name for s in shown) == figures
+    assert "arXiv:2404.04312" in page.locator("#how-to-cite pre").text_content()
+    assert book_page.errors == [], "\n".join(book_page.errors)
+
+
+def test_every_panel_shows_its_static_twin_not_the_widget_fallback(book, book_page):
+    for notebook in sorted((locations.REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        page = book_page.open(f"notebooks/{notebook.stem}.html")
+        text = page.locator("main").inner_text()
+        assert "Panel(children=" not in text and "VBox(children=" not in text, notebook.name
+        if panels_in(notebook):
+            assert page.locator(".dlgn-twin").count() >= 1, f"{notebook.name}: a panel without its twin"
+    assert book_page.errors == [], "\n".join(book_page.errors)
+
+
+def test_moving_a_static_slider_shows_another_frame(book_page, shots):
+    page = book_page.open(f"notebooks/{TWIN_PAGE}.html")
+    twin = page.locator(".dlgn-twin").filter(has=page.locator("input[type=range]")).first
+    twin.scroll_into_view_if_needed()
+    slider = twin.locator("input[type=range]")
+    shown = twin.locator(".dlgn-frame:not([hidden]) img")
+    frames = twin.locator(".dlgn-frame").evaluate_all("fs => fs.map(f => f.dataset.value)")
+    assert len(frames) >= 2 and slider.get_attribute("max") == str(len(frames) - 1)
+    assert shown.count() == 1 and twin.locator(".dlgn-twin-value").text_content() == frames[-1]
+    src_before = shown.get_attribute("src")
+    pixels_before = shown.screenshot()
+    twin.screenshot(path=str(shots / "book-twin-before.png"))
+
+    slider.evaluate("s => { s.value = '0'; s.dispatchEvent(new Event('input', {bubbles: true})); }")
+
+    assert shown.count() == 1
+    assert twin.locator(".dlgn-twin-value").text_content() == frames[0]
+    assert shown.get_attribute("src") != src_before
+    assert shown.screenshot() != pixels_before
+    twin.screenshot(path=str(shots / "book-twin-after.png"))
+    assert book_page.errors == [], "\n".join(book_page.errors)
