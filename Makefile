@@ -10,7 +10,7 @@
 #   make student                  the student edition: build/student/ (outputs cleared, no solutions)
 #   make book                     the rendered book of the committed notebooks: build/book/index.html
 #                                 (nothing re-executed; sliders as static twins)
-#   make bench                    performance benchmarks (SPEC §6)
+#   make bench                    performance benchmarks (reconstruction §6)
 #   make report                   regenerate the README's tables and the notebooks' results blocks
 #   make data                     prepare the datasets
 #   make lock                     re-pin requirements.lock from .venv as it is now

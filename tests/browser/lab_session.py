@@ -1,4 +1,4 @@
-"""JupyterLab and Chromium for the browser test (SPEC §3 sliders, checked in a real browser).
+"""JupyterLab and Chromium for the browser test (reconstruction §3 sliders, checked in a real browser).
 
 The server listens on 127.0.0.1 only, requires a random token and keeps its configuration, data and
 runtime files in throwaway folders. Chromium is the system's own browser, driven by Playwright

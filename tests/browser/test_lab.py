@@ -1,4 +1,4 @@
-"""The notebooks' sliders in a real browser: JupyterLab driven through Chromium (SPEC §3, §7).
+"""The notebooks' sliders in a real browser: JupyterLab driven through Chromium (reconstruction §3, §7).
 
 A claim notebook with an epoch slider is opened in Lab, run through the Run menu (its runs are
 cached beforehand, so nothing trains), and its slider is moved with the keyboard: the epoch caption
