@@ -16,7 +16,9 @@ project = "Half-Space Feature Learning in Neural Networks: the executed series"
 author = "dlgn-halfspace"
 copyright = "2024, the paper's authors (Yadav, Ramaswamy, Lakshminarayanan)"
 
-extensions = ["myst_nb"]
+# MathJax is copied into the book (sphinx-mathjax-offline) instead of loaded from a CDN, so the
+# formulas render with no network, like everything else in it.
+extensions = ["myst_nb", "sphinx-mathjax-offline"]
 exclude_patterns = ["_build", ".doctrees", "**.ipynb_checkpoints"]
 myst_enable_extensions = ["dollarmath"]
 

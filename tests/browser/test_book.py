@@ -3,9 +3,9 @@
 The book is built into a throwaway folder by docs/book/build.py, the code ``make book`` runs, and
 served from 127.0.0.1 by http.server in a thread. Every page must load without a console error
 and every image must decode; on a notebook page, moving a slider's static twin (its range input
-set and an ``input`` event sent, as a drag does) must show another frame and its epoch. The
-book's only outside resource, MathJax from a CDN, is answered with an empty script (there is no
-network here); any other outside request fails the test. Screenshots go to
+set and an ``input`` event sent, as a drag does) must show another frame and its epoch. The book
+needs nothing from outside (MathJax ships with it): any outside request fails the test, and the
+formulas of a notebook page must be typeset. Screenshots go to
 ``build/browser/book-*.png``. Without Chromium the test is skipped locally and fails under CI=true
 (the ``chromium`` fixture of conftest.py).
 """
@@ -26,8 +26,8 @@ from dlgn_lib import locations
 from lab_session import CHROMIUM_ARGS
 
 BUILD = locations.REPO_ROOT / "docs" / "book" / "build.py"
-# The outside resources the book may ask for, and nothing else: Sphinx's MathJax.
-ALLOWED_OUTSIDE = ("https://cdn.jsdelivr.net/npm/mathjax@",)
+# The outside resources the book may ask for: none (MathJax is copied into it).
+ALLOWED_OUTSIDE = ()
 # Calls that display a panel (dlgn_lib.widgets) in a notebook's code.
 PANEL_CALLS = ("epoch_slider(", "figure_panel(", "_slider(")
 TWIN_PAGE = "01_paths"
@@ -154,7 +154,7 @@ def test_every_page_loads_without_errors_and_every_image_decodes(book, book_page
             page.evaluate("document.getElementById('figure-gallery').scrollIntoView()")
             page.screenshot(path=str(shots / "book-gallery.png"))
     assert book_page.errors == [], "\n".join(book_page.errors)
-    assert all(url.startswith(ALLOWED_OUTSIDE) for url in book_page.outside), book_page.outside
+    assert [url for url in book_page.outside if not url.startswith(ALLOWED_OUTSIDE)] == []
     # the front page alone shows one thumbnail per committed figure
     assert images >= len(list((locations.REPO_ROOT / "figures").glob("[0-9][0-9]_*.png")))
 
@@ -206,3 +206,10 @@ def test_moving_a_static_slider_shows_another_frame(book_page, shots):
     assert shown.screenshot() != pixels_before
     twin.screenshot(path=str(shots / "book-twin-after.png"))
     assert book_page.errors == [], "\n".join(book_page.errors)
+
+
+def test_formulas_are_typeset_without_a_network(book_page):
+    page = book_page.open("notebooks/06_overlap.html")
+    page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=30_000)
+    assert page.evaluate("document.querySelectorAll('mjx-container').length") >= 3
+    assert book_page.outside == [] and book_page.errors == [], book_page.errors
