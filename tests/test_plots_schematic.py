@@ -53,3 +53,13 @@ def test_the_value_input_is_labelled_ones_or_x():
 def test_bad_arguments_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         schematic.dlgn_architecture(**kwargs)
+
+
+def test_gate_biases_are_labelled_only_when_the_model_has_them():
+    import matplotlib.pyplot as plt
+    from dlgn_lib.plots import schematic
+    for gate_bias, expected in ((False, ["$W^1$", "$W^2$"]), (True, ["$W^1,\\ b^1$", "$W^2,\\ b^2$"])):
+        fig = schematic.dlgn_architecture((3, 3), gate_bias=gate_bias)
+        labels = [t.get_text() for t in fig.axes[0].texts if t.get_text().startswith("$W^")]
+        plt.close(fig)
+        assert labels == expected

@@ -69,10 +69,11 @@ def _arrow(ax, start, end, color, lw=1.6, style="-|>", **kw):
 
 
 def dlgn_architecture(widths: Sequence[int] = (4, 4, 4), *, in_dim: int = 2, out_dim: int = 1,
-                      value_input: str = "ones", max_units: int = 5) -> plt.Figure:
+                      value_input: str = "ones", gate_bias: bool = False, max_units: int = 5) -> plt.Figure:
     """A diagram of a DLGN (``dlgn_lib.models.DLGN``) with hidden ``widths`` (m_1, …, m_L).
 
-    Top: the gating network, ``η^0 = x``, ``η^ℓ = W^ℓ η^{ℓ-1} + b^ℓ``: linear layers without any
+    Top: the gating network, ``η^0 = x``, ``η^ℓ = W^ℓ η^{ℓ-1}`` (``+ b^ℓ`` with ``gate_bias``, the
+    model's option, off by default: every gate's half-space then passes through the origin): linear layers without any
     non-linearity, whose outputs are the pre-activations. Middle: per layer the gates
     ``G^ℓ = σ(β η^ℓ)`` (hard: ``1[η^ℓ ≥ 0]``), one per unit. Bottom: the value network, fed the
     value input (``value_input`` "ones": a vector of ``in_dim`` ones; "x": the input itself),
@@ -83,6 +84,7 @@ def dlgn_architecture(widths: Sequence[int] = (4, 4, 4), *, in_dim: int = 2, out
             labelled with their true width.
         in_dim, out_dim: input and output dimensions.
         value_input: "ones" or "x" (``models.VALUE_INPUTS``).
+        gate_bias: label the gating layers ``W^ℓ, b^ℓ`` (the model's ``gate_bias=True``), else ``W^ℓ``.
         max_units: the most units drawn per column (at least 2).
     """
     widths = models._check_widths(widths)
@@ -115,7 +117,8 @@ def dlgn_architecture(widths: Sequence[int] = (4, 4, 4), *, in_dim: int = 2, out
         x = _DX * layer
         gating.append(_stack(ax, x, _GATING_Y, m, max_units, GATING_COLOR, "gating-unit"))
         _connect(ax, gating[-2], gating[-1])
-        ax.text(x - _DX / 2, _GATING_Y - 1.2, f"$W^{layer},\\ b^{layer}$", ha="center", fontsize=8,
+        weights = f"$W^{layer},\\ b^{layer}$" if gate_bias else f"$W^{layer}$"
+        ax.text(x - _DX / 2, _GATING_Y - 1.2, weights, ha="center", fontsize=8,
                 color=GATING_COLOR)
         ax.text(x, max(y for _, y in gating[-1]) + 0.3, f"$\\eta^{layer}$  ($m_{layer}={m}$)", ha="center", fontsize=8,
                 color=GATING_COLOR)
