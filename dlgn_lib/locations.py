@@ -15,6 +15,7 @@ variable               default                     holds
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -43,6 +44,21 @@ def figures_dir() -> Path:
 def build_dir() -> Path:
     """Folder of generated build output (``DLGN_BUILD_DIR``)."""
     return _dir("DLGN_BUILD_DIR", REPO_ROOT / "build")
+
+
+#: A notebook of the series: two digits, an underscore, a name (``05_smooth.ipynb``).
+NOTEBOOK_NAME = re.compile(r"^(\d{2})_.+\.ipynb$")
+
+
+def find_notebooks(folder: Path | str | None = None) -> list[Path]:
+    """The series' notebooks ``NN_*.ipynb`` in ``folder`` (default: the repository's notebooks/), sorted."""
+    folder = Path(folder).resolve() if folder is not None else REPO_ROOT / "notebooks"
+    return sorted(path for path in folder.glob("*.ipynb") if NOTEBOOK_NAME.match(path.name))
+
+
+def notebook_id(path: Path) -> str:
+    """The two-digit id of a series notebook: ``05`` for ``05_smooth.ipynb``."""
+    return NOTEBOOK_NAME.match(Path(path).name).group(1)
 
 
 def display_path(path: Path | str) -> str:

@@ -138,7 +138,7 @@ def seconds_of(nb) -> float:
 
 
 def _notebooks(folder: Path) -> dict[str, Path]:
-    return {p.name[:2]: p for p in sorted(Path(folder).glob("[0-9][0-9]_*.ipynb"))}
+    return {locations.notebook_id(p): p for p in locations.find_notebooks(folder)}
 
 
 def _record_of(path: Path) -> dict:

@@ -44,11 +44,10 @@ from traitlets import default
 from dlgn_lib import cluster
 from dlgn_lib.config import PROFILES
 from dlgn_lib.verdict import EARLIER_MARK
-from dlgn_lib.locations import REPO_ROOT, build_dir, display_path
+from dlgn_lib.locations import REPO_ROOT, build_dir, display_path, find_notebooks, notebook_id  # noqa: F401 (find_notebooks: part of the runner's API)
 
 # Kernel name that always means "ipykernel on the interpreter running the series".
 CURRENT_INTERPRETER_KERNEL = "dlgn-halfspace"
-NOTEBOOK_NAME = re.compile(r"^(\d{2})_.+\.ipynb$")
 VERDICT_MARK = "SUPPORTED"  # also matches "NOT SUPPORTED"
 NO_VERDICT = "—"
 
@@ -102,17 +101,6 @@ class _KernelManager(KernelManager):
     @default("kernel_spec_manager")
     def _kernel_spec_manager_default(self):
         return _CurrentInterpreterKernelSpecs(data_dir=self.data_dir)
-
-
-def find_notebooks(folder: Path | str | None = None) -> list[Path]:
-    """The series' notebooks ``NN_*.ipynb`` in ``folder`` (default: the repository's notebooks/), sorted."""
-    folder = Path(folder).resolve() if folder is not None else REPO_ROOT / "notebooks"
-    return sorted(path for path in folder.glob("*.ipynb") if NOTEBOOK_NAME.match(path.name))
-
-
-def notebook_id(path: Path) -> str:
-    """The two-digit id of a series notebook: ``05`` for ``05_smooth.ipynb``."""
-    return NOTEBOOK_NAME.match(path.name).group(1)
 
 
 def select_notebooks(notebooks: Sequence[Path], only: Iterable[str] | None) -> list[Path]:

@@ -52,7 +52,7 @@ def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def write_edition(out: Path | str, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
     """Write the student edition into ``out`` (replaced whole); returns the notebooks written."""
     out = Path(out)
-    notebooks = sorted(Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
+    notebooks = locations.find_notebooks(notebooks_dir)
     if not notebooks:
         raise FileNotFoundError(f"{notebooks_dir}: no notebooks (NN_*.ipynb)")
     tmp = out.with_name(f".{out.name}.tmp")
