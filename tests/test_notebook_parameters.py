@@ -1,19 +1,13 @@
 """Bad notebook parameters fail at once, through papermill, and touch no figure or cache file (reconstruction §7)."""
-import hashlib
 from pathlib import Path
 
 import papermill
 import pytest
 
 from dlgn_lib import config, locations
+from fingerprint import tree
 
 NOTEBOOKS = sorted((locations.REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-
-
-def tree_state(folder: Path) -> dict:
-    """Every file under ``folder`` with the SHA-256 of its bytes."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in folder.rglob("*") if p.is_file()}
 
 
 @pytest.fixture
@@ -39,10 +33,10 @@ def run_papermill(notebook: Path, tmp_path: Path, **parameters):
 
 def refused(notebook: Path, sandbox, tmp_path, **parameters) -> str:
     """Run a notebook with bad parameters: it must fail, and no figure or cache file may change."""
-    before = [tree_state(folder) for folder in sandbox]
+    before = [tree(folder) for folder in sandbox]
     with pytest.raises(papermill.PapermillExecutionError) as info:
         run_papermill(notebook, tmp_path, **parameters)
-    assert [tree_state(folder) for folder in sandbox] == before, "figures, data or the run cache changed"
+    assert [tree(folder) for folder in sandbox] == before, "figures, data or the run cache changed"
     return str(info.value)
 
 

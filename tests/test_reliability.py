@@ -16,6 +16,7 @@ import torch
 
 from dlgn_lib import bundle, runs
 from dlgn_lib import config as C
+from fingerprint import tree
 
 
 @pytest.fixture(autouse=True)
@@ -28,13 +29,6 @@ def cache_dir(tmp_path, monkeypatch):
 def small_config(seed=0, epochs=5):
     return C.RunConfig(C.DataSpec.make("circle", target="steps", n_train=32, n_val=32, n_test=32),
                        C.ModelSpec.make("dlgn", (3, 3)), epochs=epochs, n_snapshots=3, seed=seed)
-
-
-def tree(folder: Path) -> dict:
-    """Every file under a folder with its bytes' hash: a fingerprint of 'nothing changed'."""
-    import hashlib
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()} if folder.exists() else {}
 
 
 def rewrite_payload(folder: Path, payload) -> None:
