@@ -11,7 +11,13 @@ __version__ = "0.1.0"
 import importlib as _importlib
 import os as _os
 
-import torch as _torch
+# Before torch and numpy: pin the numeric code path that differs between x86-64 CPUs
+# (reconstruction §7; DLGN_NUMERICS=native turns it off).
+from dlgn_lib import numerics as _numerics
+
+_numerics.pin()
+
+import torch as _torch  # noqa: E402 (after the pin, on purpose)
 
 
 def _use_threads(value: str) -> int:
@@ -32,7 +38,7 @@ _use_threads(_os.environ.get("DLGN_NUM_THREADS", "1"))
 #: The library's modules, imported on first use (``dl.paths``, ``dl.kernels``, …), so that
 #: ``python -m dlgn_lib.<module>`` runs a module that has not been imported yet.
 MODULES = ("batched", "circle", "cluster", "clusters", "compare", "config", "data", "fidelity", "fused",
-           "kernels", "locations", "losses", "models", "nodes", "paths", "plots", "protocol", "runs",
+           "kernels", "locations", "losses", "models", "nodes", "numerics", "paths", "plots", "protocol", "runs",
            "saliency", "sensitivity", "studies", "tables", "train", "verdict", "widgets")
 __all__ = [*MODULES, "save_figure", "setup"]
 

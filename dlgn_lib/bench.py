@@ -223,6 +223,44 @@ print(before, bench.peak_rss())
 """
 
 
+# One timing of the package's work on both code paths (reconstruction §7.1): the numeric code path is
+# fixed per process when torch loads, so each side runs in a fresh process.
+NUMERICS_SCRIPT = """
+import time
+import torch
+torch.set_num_threads({threads})
+from dlgn_lib import bench, fused, train
+sizes = bench.MODES[{mode!r}]
+sd1, circle = sizes.sd1_configs()[:1], sizes.seed_configs()
+sd1_data, circle_data = train.load_dataset(sd1[0].data), train.load_dataset(circle[0].data)
+step = bench.fc_training_step("dlgn", sizes, torch.device({device!r}))
+times = []
+for work in (lambda: fused.train_seeds(sd1, device={device!r}, progress=False, dataset=sd1_data),
+             lambda: fused.train_seeds(circle, device={device!r}, progress=False, dataset=circle_data),
+             lambda: [step() for _ in range(sizes.steps)]):
+    work()   # first call: allocations and kernel selection, not timed
+    start = time.perf_counter(); work(); times.append(time.perf_counter() - start)
+print(*times)
+"""
+
+
+def numerics_times(mode: str, device: torch.device, repeats: int) -> dict[str, list[tuple[float, ...]]]:
+    """Seconds of the SD-I run, the circle seeds and FC DLGN steps in fresh processes, pinned and
+    native code path alternately (``repeats`` pairs)."""
+    script = NUMERICS_SCRIPT.format(threads=torch.get_num_threads(), mode=mode, device=str(device))
+    out: dict[str, list[tuple[float, ...]]] = {"pinned": [], "native": []}
+    for _ in range(repeats):
+        for path in out:
+            env = {k: v for k, v in os.environ.items() if k not in ("DLGN_NUMERICS", "ATEN_CPU_CAPABILITY",
+                                                                    "MKL_CBWR", "NPY_DISABLE_CPU_FEATURES",
+                                                                    "ONEDNN_MAX_CPU_ISA")}
+            env.update({"DLGN_NUMERICS": path, "DLGN_COMPILE": "0"})
+            done = subprocess.run([sys.executable, "-c", script], cwd=locations.REPO_ROOT, capture_output=True,
+                                  text=True, check=True, env=env)
+            out[path].append(tuple(float(x) for x in done.stdout.split()[-3:]))
+    return out
+
+
 def peak_rss() -> float:
     """This process's peak resident memory in bytes: VmHWM on Linux (getrusage's ru_maxrss would
     also count the parent's pages at fork, which outlive exec), else ru_maxrss."""
@@ -389,6 +427,10 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
         Row("training FLOP/s / matmul FLOP/s, DLGN step",
             per_repeat(lambda r: rate("dlgn", r, sizes.steps) / rate("matmul", r))),
     ]
+    numerics = numerics_times(mode, device, max(1, min(sizes.repeats, 3)))
+    for i, work in enumerate((f"{sd1_name}, one seed, {sizes.sd1_epochs} passes", seeds, f"{fc}, {sizes.steps} steps")):
+        rows.append(Row(f"pinned / native code path, time of: {work}", tuple(
+            p[i] / n[i] for p, n in zip(numerics["pinned"], numerics["native"]))))
     med = {name: statistics.median(t) for name, t in times.items()}
     reference = [
         f"matmul {sizes.matmul_n}² float32: {flops['matmul'] / med['matmul'] / 1e9:.1f} GFLOP/s (median)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import warnings
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType, ModuleType
 from typing import Any, Mapping
@@ -282,6 +283,9 @@ def setup(notebook: str, namespace: Mapping[str, Any], *, show: bool = True) -> 
         cfg = replace(cfg, target_seed=params["TARGET_SEED"])
     global _MADE_BY
     _MADE_BY = {"notebook": notebook, "profile": params["PROFILE"]}
+    from dlgn_lib import numerics
+    if numerics.mode() == "pinned" and not numerics.is_pinned():
+        warnings.warn(numerics.describe() + "; restart the kernel and import dlgn_lib before torch", stacklevel=2)
     if show:
         print(cfg.describe())
     return cfg

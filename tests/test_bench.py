@@ -12,7 +12,9 @@ CHEAP_ROWS = ("SD-I protocol (DLGN 6-6, batch 20, val every epoch), one seed, pa
               "peak memory of the 2-seed SD-I run (fresh process)", "SD-I FLOP/s / matmul FLOP/s, package, 2 seeds",
               "DLGN step / ReLU step", "DLGN-SF step / ReLU step", "2 seeds one by one / together",
               "overlap kernel FLOP/s / matmul FLOP/s", "training FLOP/s / matmul FLOP/s, ReLU step",
-              "training FLOP/s / matmul FLOP/s, DLGN step")
+              "training FLOP/s / matmul FLOP/s, DLGN step",
+              "pinned / native code path, time of: SD-I protocol", "pinned / native code path, time of: circle DLGN",
+              "pinned / native code path, time of: FC")
 SERIES_ROWS = ("quick series wall time, cold run cache", "quick series wall time, warm run cache")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 import sys
 import warnings
 from types import MappingProxyType
@@ -59,26 +60,75 @@ def heatmap(ax, values, *, vmin: float, vmax: float, cmap: str, square: bool = F
     return ax.collections[-1]
 
 
-def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = True) -> None:
-    """Save ``fig`` as ``figures/<figure_id>.png`` and ``.pdf`` (atomic writes, no timestamps).
+class FigureWriteError(OSError):
+    """A figure could not be written (full disk, folder not writable); nothing half-written is left."""
 
-    ``figure_id`` starts with the notebook id, e.g. "05_arcs". Prints the written paths, relative to
-    the repository (returns nothing, so a notebook cell ending in it shows no path objects).
+
+def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = True) -> None:
+    """Save ``fig`` as ``figures/<figure_id>.png`` and ``.pdf``: fixed metadata, atomic writes, and
+    no write at all when the saved figure already shows the same thing.
+
+    The PNG decides: when the saved PNG has the same pixels, or differs by no more than the RMS
+    the figure showed across CPU code paths (``docs/spread.json``, reconstruction §7), every format
+    is left as it is, so re-running a notebook leaves a checkout clean. ``figure_id`` starts with
+    the notebook id, e.g. "05_arcs". Prints what it did, with paths relative to the repository
+    (returns nothing, so a notebook cell ending in it shows no path objects).
+
+    Raises:
+        FigureWriteError: a file could not be written; its temporary file is removed and the
+            figure saved before is kept.
     """
+    import io
+
+    from .. import reproduce
+
     if not figure_id or "/" in figure_id or figure_id.startswith("."):
         raise ValueError(f"figure_id={figure_id!r}: use a plain name such as '05_arcs'")
     out_dir = locations.figures_dir()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
+    rendered = {}
     for fmt in formats:
-        path = out_dir / f"{figure_id}.{fmt}"
+        buffer = io.BytesIO()
+        metadata = {"CreationDate": None, "Producer": None} if fmt == "pdf" else {"Software": None}
+        fig.savefig(buffer, format=fmt, metadata=metadata)
+        rendered[fmt] = buffer.getvalue()
+    paths = {fmt: out_dir / f"{figure_id}.{fmt}" for fmt in formats}
+    if "png" in rendered and all(p.exists() for p in paths.values()):
+        old = paths["png"].read_bytes()
+        same = old == rendered["png"]
+        if not same:
+            record = reproduce.load_record()
+            notebook = figure_id.split("_", 1)[0]
+            same = reproduce.figure_rms(old, rendered["png"]) <= reproduce.figure_tolerance(
+                record, notebook, paths["png"].name)
+        if same:
+            if verbose:
+                print("unchanged " + ", ".join(locations.display_path(p) for p in paths.values()))
+            return
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FigureWriteError(f"cannot create the figures folder {out_dir}: {exc.strerror or exc}") from None
+    for fmt, path in paths.items():
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
-        fig.savefig(tmp, format=fmt, metadata=metadata)
-        os.replace(tmp, path)
-        written.append(path)
+        try:
+            tmp.write_bytes(rendered[fmt])
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            free = _free_bytes(out_dir)
+            raise FigureWriteError(
+                f"cannot write {locations.display_path(path)} ({len(rendered[fmt]):,} bytes): "
+                f"{exc.strerror or exc}; {free:,} bytes free on that disk. The figure saved before "
+                f"(if any) is kept; free some space or set DLGN_FIGURES_DIR to another folder") from None
     if verbose:
-        print("saved " + ", ".join(locations.display_path(p) for p in written))
+        print("saved " + ", ".join(locations.display_path(p) for p in paths.values()))
+
+
+def _free_bytes(folder) -> int:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return 0
 
 
 use_style()

@@ -1,0 +1,147 @@
+"""The pinned numeric code path (dlgn_lib.numerics), figures that are rewritten only when they
+change (dlgn_lib.plots.save_figure), and make verify's comparison (dlgn_lib.verify)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+import pytest  # noqa: E402
+
+from dlgn_lib import locations, numerics, reproduce, verify  # noqa: E402
+from dlgn_lib.plots import save_figure  # noqa: E402
+
+REPO = locations.REPO_ROOT
+
+# A small training run whose result is hashed to the last bit: the same in every process that runs
+# the same code path.
+TRAIN = r"""
+import hashlib, json, sys
+import dlgn_lib as dl
+import torch
+torch.manual_seed(0)
+x = torch.randn(256, 8)
+y = torch.sin(3 * x[:, :1]) + x[:, 1:2].exp()
+net = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.Sigmoid(),
+                          torch.nn.Linear(64, 1))
+opt = torch.optim.Adam(net.parameters(), lr=0.01)
+for _ in range(60):
+    opt.zero_grad(); loss = ((net(x) - y) ** 2).mean(); loss.backward(); opt.step()
+print(json.dumps({"hash": hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in net.parameters())).hexdigest(),
+                  **dl.numerics.status()}))
+"""
+
+
+def _train(**env) -> dict:
+    environ = {k: v for k, v in os.environ.items() if k not in (*numerics.PINNED, "DLGN_NUMERICS", "GLIBC_TUNABLES")}
+    environ.update(env)
+    out = subprocess.run([sys.executable, "-c", TRAIN], env=environ, capture_output=True, text=True, cwd=REPO,
+                         check=True, timeout=300).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_the_pin_is_the_default_and_native_turns_it_off():
+    pinned, native = _train(), _train(DLGN_NUMERICS="native")
+    assert pinned["aten_cpu_capability"] == "DEFAULT" and pinned["mkl_cbwr"] == "COMPATIBLE"
+    assert pinned["numerics"] == "pinned" and native["numerics"] == "native"
+    assert native["mkl_cbwr"] == "(auto)"
+
+
+def test_pinned_runs_agree_bit_for_bit_under_other_code_paths_of_the_cpu():
+    """Stand-ins for another x86-64 CPU under the pin: AVX2 or AVX-512 requested for ATen, another
+    MKL branch (the pin keeps a variable the user set, so these are passed the pinned values
+    explicitly, as another CPU's defaults would be replaced), libm without FMA/AVX2."""
+    reference = _train()["hash"]
+    assert _train(GLIBC_TUNABLES="glibc.cpu.hwcaps=-AVX2,-FMA,-AVX512F")["hash"] == reference
+    assert _train(OPENBLAS_CORETYPE="Haswell")["hash"] == reference
+    # and the native path is another code path: the pin is what makes them agree
+    assert _train(DLGN_NUMERICS="native", ATEN_CPU_CAPABILITY="avx2")["hash"] != reference
+
+
+def test_a_bad_numerics_setting_is_refused_by_name():
+    with pytest.raises(ValueError, match="DLGN_NUMERICS='fast' is not allowed; use one of pinned, native"):
+        numerics.mode({"DLGN_NUMERICS": "fast"})
+    env = {"MKL_CBWR": "AVX2"}
+    set_now = numerics.pin(env)
+    assert env["MKL_CBWR"] == "AVX2", "a variable the user set is kept"
+    assert "MKL_CBWR" not in set_now and set_now["ATEN_CPU_CAPABILITY"] == "default"
+    assert numerics.pin({"DLGN_NUMERICS": "native"}) == {}
+
+
+def _figure(value: float):
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([0, 1], [0, value])
+    ax.set_title("probe")
+    return fig
+
+
+def test_save_figure_writes_fixed_bytes_and_leaves_an_unchanged_figure_alone(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("DLGN_FIGURES_DIR", str(tmp_path))
+    fig = _figure(1.0)
+    save_figure(fig, "98_probe")
+    first = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert sorted(first) == ["98_probe.pdf", "98_probe.png"]
+    assert capsys.readouterr().out.startswith("saved ")
+    mtimes = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
+    save_figure(_figure(1.0), "98_probe")          # a new figure with the same content
+    assert capsys.readouterr().out.startswith("unchanged ")
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == mtimes, "nothing rewritten"
+    (tmp_path / "98_probe.png").unlink()
+    save_figure(_figure(1.0), "98_probe")          # rendered again from scratch: the same bytes
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == first, "PNG and PDF bytes are fixed"
+    save_figure(_figure(-1.0), "98_probe")         # other pixels: rewritten
+    assert (tmp_path / "98_probe.png").read_bytes() != first["98_probe.png"]
+    assert not list(tmp_path.glob(".*")), "no temporary file left"
+    plt.close("all")
+
+
+def test_figure_rms_against_a_direct_computation(tmp_path):
+    import numpy as np
+    from matplotlib.image import imread
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    _figure(1.0).savefig(a)
+    _figure(0.9).savefig(b)
+    x = (imread(a)[..., :3] * 255).round()
+    y = (imread(b)[..., :3] * 255).round()
+    assert reproduce.figure_rms(a, b) == pytest.approx(float(np.sqrt(((x - y) ** 2).mean())))
+    assert reproduce.figure_rms(a, a) == 0.0
+    plt.close("all")
+
+
+def test_verify_catches_a_planted_number_and_a_flipped_check(tmp_path):
+    """make verify's comparison on copies of a committed notebook: equal, a number moved far
+    outside its tolerance, and a check turned from pass to FAIL."""
+    committed = REPO / "notebooks" / "01_paths.ipynb"
+    figures = tmp_path / "figures"
+    shutil.copytree(REPO / "figures", figures, ignore=lambda d, names: [n for n in names if not n.startswith("01_")])
+    record = reproduce.load_record()
+
+    def copy_with(change):
+        nb = nbformat.read(committed, as_version=4)
+        for cell in nb.cells:
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "stream" and "[pass]" in output["text"]:
+                    output["text"] = change(output["text"])
+        path = tmp_path / "notebooks" / committed.name
+        path.parent.mkdir(exist_ok=True)
+        nbformat.write(nb, path)
+        return path
+
+    same = verify.compare_quick("01", committed, copy_with(lambda t: t), figures, record)
+    assert same.ok and same.numbers > 20 and same.figures == same.figures_equal == 3
+
+    planted = verify.compare_quick("01", committed, copy_with(lambda t: t.replace("e-15", "e-11", 1)), figures, record)
+    assert not planted.ok and planted.outside == 1 and planted.verdicts_equal
+
+    flipped = verify.compare_quick("01", committed, copy_with(lambda t: t.replace("[pass]", "[FAIL]", 1)), figures, record)
+    assert not flipped.ok and flipped.text_differences == 1 and not flipped.verdicts_equal
+    table = verify.verify_table([same, planted, flipped], "quick")
+    assert "verify (quick): 1 of 3 notebooks agree" in table
