@@ -5,7 +5,13 @@
 #                                 run the notebook series headlessly (figures/, build/notebooks/),
 #                                 notebooks side by side on a local Dask cluster of N worker
 #                                 processes (default: one per core)
-#   make test                     library tests, then nbval on the committed notebooks
+#   make test                     library tests (test-library), then nbval on the committed
+#                                 notebooks (test-notebooks: words exactly, numbers within the
+#                                 tolerances of docs/spread.json)
+#   make verify [PROFILE=full]    re-run the series into build/verify and compare every verdict,
+#                                 number and figure with the record (notebooks/, figures/ untouched)
+#   make spread                   run the quick series under several CPU code paths and write
+#                                 docs/spread.json, the source of the tolerances
 #   make lab                      JupyterLab on 127.0.0.1, serving notebooks/ (no solutions there)
 #   make student                  the student edition: build/student/ (outputs cleared, no solutions)
 #   make book                     the rendered book of the committed notebooks: build/book/index.html
@@ -30,7 +36,7 @@ STAMP := $(VENV)/.dlgn-installed.stamp
 BUILD_DIR := $(or $(DLGN_BUILD_DIR),build)
 RUNS_DIR := $(or $(DLGN_RUNS_DIR),$(or $(DLGN_DATA_DIR),data)/runs)
 
-.PHONY: venv data figures test lab bench report student book lock clean check-profile
+.PHONY: venv data figures test test-library test-notebooks verify spread lab bench report student book lock clean check-profile
 
 venv: $(STAMP)
 
@@ -55,10 +61,28 @@ figures: check-profile venv data
 	$(PY) -m dlgn_lib.series run --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
 
 # Two runs, both must pass: the library tests (tests/, every subfolder included), then the
-# committed notebook outputs. pytest's "no tests collected" (exit 5) counts as a failure.
-test: venv data
+# committed notebook outputs, compared by tests/nbval_tolerance.py: words exactly, numbers within
+# their measured tolerance. Figures go to build/test-figures, so that figures/ is never touched.
+# pytest's "no tests collected" (exit 5) counts as a failure.
+# Another CPU code path for the notebooks alone, e.g. (as .ci/run does):
+#   DLGN_NUMERICS=native ATEN_CPU_CAPABILITY=avx2 make test-notebooks
+test: test-library test-notebooks
+
+test-library: venv data
 	$(PY) -m pytest tests
-	$(PY) -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg notebooks/
+
+test-notebooks: venv data
+	rm -rf $(BUILD_DIR)/test-figures
+	$(PY) -c 'import dlgn_lib; print(dlgn_lib.numerics.describe())'
+	DLGN_FIGURES_DIR=$(BUILD_DIR)/test-figures \
+	  $(PY) -m pytest -p tests.nbval_tolerance --nbval --nbval-current-env \
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg notebooks/
+
+verify: check-profile venv data
+	$(PY) -m dlgn_lib.series verify --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
+
+spread: venv data
+	$(PY) -m dlgn_lib.series spread $(if $(WORKERS),--workers $(WORKERS))
 
 # As root (containers, CI machines) JupyterLab refuses to start without --allow-root.
 lab: venv

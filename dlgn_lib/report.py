@@ -164,15 +164,19 @@ def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
     found = _notebooks(folder)
     if not found:
         raise FileNotFoundError(f"{folder}: no executed notebooks (NN_*.ipynb) to record")
+    from dlgn_lib import verify
+    machine, version = verify.machine(), verify.code_version()
     for nb_id, path in found.items():
         params = nbformat.read(path, as_version=4).metadata.get("papermill", {}).get("parameters", {})
         if params.get("PROFILE") != "full":
             raise ValueError(f"{path}: executed with parameters {params}, not PROFILE='full'")
         entry = _record_of(path)
         entry["note"] = old["notebooks"].get(nb_id, {}).get("note", "")
+        entry["code_version"], entry["machine"] = version, machine
         old["notebooks"][nb_id] = entry
     old["about"] = ("Verdicts and runtimes of the series executed with PROFILE=full (python -m dlgn_lib.report "
-                    "record FOLDER); `note` says how a notebook was run.")
+                    "record FOLDER); `note` says how a notebook was run, `code_version` and `machine` (CPU, "
+                    "numeric code path, library versions) what ran it; entries without them predate that.")
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     return old
@@ -291,6 +295,46 @@ def _results_cell(nb):
     return cells[0]
 
 
+RECONSTRUCTION = locations.REPO_ROOT / "docs" / "reconstruction.md"
+
+
+def spread_table(spread: dict) -> str:
+    """README's reproducibility table, from ``docs/spread.json``: per notebook, its printed numbers,
+    how many moved across CPU code paths, the largest relative spread, and the fragile checks."""
+    if not spread.get("notebooks"):
+        return "No spread record yet (`make spread`)."
+    rows = ["| notebook | numbers compared | moved across code paths | largest relative spread | "
+            "checks whose pass/fail changed | figures: largest RMS |", "|---|---|---|---|---|---|"]
+    for nb_id, entry in spread["notebooks"].items():
+        s = entry["summary"]
+        rms = [v for fig in entry["figures"].values() for v in fig.values()]
+        fragile = "; ".join(_escape(name) for name in s["fragile_checks"]) or "none"
+        rows.append(f"| {nb_id} | {s['numbers']} | {s['numbers_that_moved']} | {s['largest_relative_spread']:.3g} | "
+                    f"{fragile} | {max(rms, default=0):.2f} |")
+    m = spread["machine"]
+    rows += ["", f"Measured with `make spread` at {spread['code_version']} on {m['cpu']} "
+                 f"({', '.join(m['cpu_features'])}; {m['cores']} cores; torch {m['torch']}, numpy {m['numpy']}), "
+                 f"code paths: {', '.join(spread['variants'])}; relative spread = range / |committed value|."]
+    return "\n".join(rows)
+
+
+def tolerance_table(spread: dict) -> str:
+    """The reconstruction's per-notebook tolerances (§7.1), from ``docs/spread.json``."""
+    from dlgn_lib import reproduce
+    if not spread.get("notebooks"):
+        return "No spread record yet (`make spread`)."
+    factor = spread.get("tolerance_factor", reproduce.TOLERANCE_FACTOR)
+    rows = ["| notebook | numbers | numbers with a measured range | tolerance of each number | "
+            "largest relative spread | figures (RMS allowed, largest) |", "|---|---|---|---|---|---|"]
+    for nb_id, entry in spread["notebooks"].items():
+        s = entry["summary"]
+        allowed = [reproduce.figure_tolerance(spread, nb_id, name) for name in entry["figures"]]
+        rows.append(f"| {nb_id} | {s['numbers']} | {s['numbers_that_moved']} | {factor:g} x its range, "
+                    f"at least one unit of its last digit | {s['largest_relative_spread']:.3g} | "
+                    f"{max(allowed, default=reproduce.FIGURE_FLOOR_RMS):.2f} |")
+    return "\n".join(rows)
+
+
 def generated(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> dict[Path, str]:
     """Every generated text as it should read now: README and course guide (path -> whole text),
     notebooks (path -> the source of the cell tagged ``results``)."""
@@ -298,7 +342,12 @@ def generated(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -
     out = {}
     readme = README.read_text()
     readme = _replace_block(readme, "claims", claims_table(data), str(README))
+    from dlgn_lib import reproduce
+    spread = reproduce.load_record()
+    readme = _replace_block(readme, "spread", spread_table(spread), str(README))
     out[README] = _replace_block(readme, "times", times_table(data), str(README))
+    out[RECONSTRUCTION] = _replace_block(RECONSTRUCTION.read_text(), "tolerances", tolerance_table(spread),
+                                         str(RECONSTRUCTION))
     out[COURSE_GUIDE] = _replace_block(COURSE_GUIDE.read_text(), "times", times_table(data, live=True),
                                        str(COURSE_GUIDE))
     for nb_id, path in _notebooks(notebooks_dir).items():

@@ -1,7 +1,9 @@
 """Run the notebook series headlessly and summarise each notebook's verdict (reconstruction §4, §5).
 
     python -m dlgn_lib.series run [--profile quick|full] [--only 05 07 ...] [--kernel NAME]
-                                  [--workers N | --scheduler ADDRESS]
+                                  [--workers N | --scheduler ADDRESS] [--output DIR]
+    python -m dlgn_lib.series spread [--only ...] [--variants NAME ...] [--reuse]
+    python -m dlgn_lib.series verify [--profile quick|full] [--only ...] [--no-run]
 
 Each ``notebooks/NN_*.ipynb`` is executed by papermill with ``PROFILE`` injected into its
 ``parameters`` cell, in the notebooks folder, into ``build/notebooks/``. The executions are tasks
@@ -12,6 +14,9 @@ existing cluster instead, whose workers must see the repository at the same path
 run cache (``DLGN_RUNS_DIR``). Each notebook's kernel is a process of its own, using one torch
 thread (``DLGN_NUM_THREADS``, default 1); notebooks that need the same run wait for each other on
 the run cache's lock and then load it.
+
+``spread`` and ``verify`` (:mod:`dlgn_lib.verify`) run the same runner under other CPU code paths
+or into ``build/verify`` and compare the outputs with the record (reconstruction §7).
 
 A failing notebook does not stop the others; progress lines are printed as notebooks start and
 finish, and the summary table lists every notebook, in series order, with its status, its run
@@ -294,6 +299,44 @@ def run_series(
         return _run_on_client(own_client, notebooks, output_dir, profile, kernel_name, progress)
 
 
+def execute_in_place(notebooks: Sequence[Path], progress: Callable[[str], None] | None = print) -> None:
+    """Re-execute committed notebooks in place (their ``PROFILE`` as written, i.e. quick), as a
+    maintainer does after a change: outputs, timings and widget state are stored in the file.
+
+    A notebook's figures are moved aside first, so that it saves every figure anew and prints
+    "saved" as a run from a clean checkout does; they come back when the notebook fails, which is
+    then left unchanged.
+    """
+    import shutil
+    import tempfile
+
+    from nbclient import NotebookClient
+
+    from dlgn_lib import locations
+    figures = locations.figures_dir()
+    build_dir().mkdir(parents=True, exist_ok=True)
+    for path in notebooks:
+        with tempfile.TemporaryDirectory(dir=build_dir(), prefix=".outputs-") as scratch:
+            aside = sorted(figures.glob(f"{notebook_id(path)}_*"))
+            for figure in aside:
+                shutil.move(figure, Path(scratch) / figure.name)
+            nb = nbformat.read(path, as_version=4)
+            start = time.perf_counter()
+            try:
+                NotebookClient(nb, kernel_name=CURRENT_INTERPRETER_KERNEL, kernel_manager_class=_KernelManager,
+                               resources={"metadata": {"path": str(path.parent)}}, record_timing=True,
+                               store_widget_state=True, timeout=None).execute()
+            except BaseException:
+                for figure in aside:
+                    shutil.move(Path(scratch) / figure.name, figure)
+                raise
+            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+            nbformat.write(nb, tmp)
+            os.replace(tmp, path)
+            if progress:
+                progress(f"{path.name}: executed in place in {time.perf_counter() - start:.0f} s")
+
+
 def format_summary(results: Sequence[Result]) -> str:
     """A plain-text table: notebook, status, seconds, verdict; then failures and a count line."""
     header = ("notebook", "status", "seconds", "verdict")
@@ -335,6 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"Jupyter kernel name (default: {CURRENT_INTERPRETER_KERNEL}, this Python interpreter)",
     )
     run.add_argument("--notebooks", type=Path, help="notebooks folder (default: the repository's notebooks/)")
+    run.add_argument("--output", type=Path, help="folder of the executed copies (default: build/notebooks)")
     where = run.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
@@ -347,7 +391,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="ADDRESS",
         help="run on an existing Dask cluster, e.g. tcp://HOST:8786, instead of a local one",
     )
+    outputs = commands.add_parser("outputs", help="re-execute the committed notebooks in place (maintainers)")
+    outputs.add_argument("--only", nargs="+", metavar="ID", help="notebook ids (default: all)")
+    spread = commands.add_parser("spread", help="run the quick series under several CPU code paths, "
+                                                "write docs/spread.json")
+    spread.add_argument("--only", nargs="+", metavar="ID", help="notebook ids (default: all)")
+    spread.add_argument("--variants", nargs="+", metavar="NAME", help="code paths (default: all of dlgn_lib.verify.VARIANTS)")
+    spread.add_argument("--reuse", action="store_true", help="keep a code path's executed copies when complete")
+    spread.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes per run")
+    verify = commands.add_parser("verify", help="re-run into build/verify and compare with the record")
+    verify.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default: quick)")
+    verify.add_argument("--only", nargs="+", metavar="ID", help="notebook ids (default: all)")
+    verify.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes")
+    verify.add_argument("--no-run", action="store_true", help="compare the copies already in build/verify")
     args = parser.parse_args(argv)
+    if args.command in ("spread", "verify"):
+        return _verify_main(parser, args)
+    if args.command == "outputs":
+        try:
+            chosen = select_notebooks(find_notebooks(), args.only)
+        except ValueError as exc:
+            parser.error(str(exc))
+        execute_in_place(chosen)
+        return 0
     try:
         results = run_series(
             args.notebooks,
@@ -357,10 +423,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress=lambda text: print(text, flush=True),
             workers=args.workers,
             scheduler=args.scheduler,
+            output_dir=args.output,
         )
     except (ValueError, cluster.ClusterUnavailable) as exc:  # notebook failures are results, not errors
         parser.error(str(exc))
     print(format_summary(results))
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _verify_main(parser, args) -> int:
+    from dlgn_lib import verify
+    try:
+        if args.command == "spread":
+            data = verify.spread(args.variants, args.only, args.reuse, workers=args.workers)
+            print(verify.spread_table(data))
+            print(f"wrote {display_path(verify.reproduce.SPREAD_RECORD)}")
+            return 0
+        check_profile(args.profile)
+        results = verify.verify(args.profile, args.only, workers=args.workers, run=not args.no_run)
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(verify.verify_table(results, args.profile))
     return 0 if all(r.ok for r in results) else 1
 
 

@@ -1,0 +1,382 @@
+"""Compare a re-run of the series with the record, and measure how far code paths move its numbers.
+
+    python -m dlgn_lib.series spread [--only 05 07 ...] [--variants NAME ...] [--reuse]
+    python -m dlgn_lib.series verify [--profile quick|full] [--only 05 07 ...]
+
+``spread`` executes the quick series once per CPU code path of :data:`VARIANTS` (each with an empty
+run cache of its own, under ``build/spread/<variant>/``) and writes ``docs/spread.json``: for every
+printed number of every compared output, the values it took under each code path and the
+committed notebooks, and their range; for every figure, its RMS pixel difference from the
+committed one; a summary per notebook (largest relative spread, outputs whose words changed, checks
+whose pass/fail changed). The tolerances of :mod:`dlgn_lib.reproduce` come from it.
+
+``verify`` executes the series into ``build/verify/`` (figures included: ``notebooks/`` and
+``figures/`` are never touched) and compares every output with the committed notebooks (quick) or
+every verdict and check with ``docs/full_results.json`` (full), and every figure with the committed
+one, and prints one table. Exit status 1 when anything is outside its tolerance.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from dlgn_lib import locations, reproduce
+
+#: The code paths ``spread`` runs: name -> environment. "pinned" is the default of every run
+#: (:mod:`dlgn_lib.numerics`) and so the one that made the committed outputs; the others are
+#: stand-ins for other x86-64 CPUs on this one.
+VARIANTS: dict[str, dict[str, str]] = {
+    "pinned": {},
+    "pinned, libm without FMA/AVX2": {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA,-AVX512F"},
+    "native": {"DLGN_NUMERICS": "native"},
+    "native, MKL_CBWR=AVX2": {"DLGN_NUMERICS": "native", "MKL_CBWR": "AVX2"},
+    "native, MKL_CBWR=COMPATIBLE": {"DLGN_NUMERICS": "native", "MKL_CBWR": "COMPATIBLE"},
+    "native, ATEN_CPU_CAPABILITY=avx2": {"DLGN_NUMERICS": "native", "ATEN_CPU_CAPABILITY": "avx2"},
+    "native, ATEN_CPU_CAPABILITY=default": {"DLGN_NUMERICS": "native", "ATEN_CPU_CAPABILITY": "default"},
+}
+#: The code path ``.ci/run`` runs nbval under: not the one that made the committed outputs.
+CI_VARIANT = "native, ATEN_CPU_CAPABILITY=avx2"
+
+def slug(variant: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in variant.lower()).strip("-").replace("--", "-")
+
+
+def machine() -> dict:
+    """What made a record: CPU model and features, the code path, library versions."""
+    model = "unknown"
+    flags = set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and model == "unknown":
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    from dlgn_lib import numerics
+    return {"cpu": model, "cpu_features": sorted(flags & {"avx2", "fma", "avx512f", "avx512_bf16", "amx_tile"}),
+            "cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            **numerics.status()}
+
+
+def code_version() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(locations.REPO_ROOT), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+# --- running the series under a code path ------------------------------------------------------
+
+def run_series_under(variant_env: Mapping[str, str], out: Path, profile: str, only: Sequence[str] | None,
+                     workers: int | None = None, fresh_cache: bool = True) -> int:
+    """Execute the series in a child process with ``variant_env`` set; notebooks, figures and (when
+    ``fresh_cache``) the run cache all go under ``out``. Returns the child's exit status."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DLGN_NUMERICS", *reproduce_variables())}
+    env.update(variant_env)
+    env["DLGN_FIGURES_DIR"] = str(out / "figures")
+    if fresh_cache:
+        env["DLGN_RUNS_DIR"] = str(out / "runs")
+    command = [sys.executable, "-m", "dlgn_lib.series", "run", "--profile", profile, "--output", str(out / "notebooks")]
+    if only:
+        command += ["--only", *only]
+    if workers:
+        command += ["--workers", str(workers)]
+    return subprocess.run(command, env=env, cwd=locations.REPO_ROOT).returncode
+
+
+def reproduce_variables() -> set[str]:
+    """Every variable a variant sets (cleared before a variant's own are applied)."""
+    return {name for env in VARIANTS.values() for name in env}
+
+
+# --- the spread record -------------------------------------------------------------------------
+
+def _committed(folder: Path | None = None) -> dict[str, Path]:
+    return {locations.notebook_id(p): p for p in locations.find_notebooks(folder)}
+
+
+def _compared_cells(nb) -> set[str]:
+    """Ids of the cells nbval compares (not marked NBVAL_IGNORE_OUTPUT / NBVAL_SKIP / nbval tags)."""
+    ids = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if {"nbval-ignore-output", "nbval-skip", "raises-exception"} & tags:
+            continue
+        if "NBVAL_IGNORE_OUTPUT" in cell.source or "NBVAL_SKIP" in cell.source or "NBVAL_RAISES_EXCEPTION" in cell.source:
+            continue
+        ids.add(cell.get("id"))
+    return ids
+
+
+def compared_outputs(path: Path, keep: set[str] | None = None, patterns=None) -> dict:
+    """A notebook's compared outputs by cell id, restricted to ``keep`` (default: its own compared cells)."""
+    nb = nbformat.read(path, as_version=4)
+    keep = _compared_cells(nb) if keep is None else keep
+    patterns = reproduce.sanitize_patterns() if patterns is None else patterns
+    return {cid: groups for cid, groups in reproduce.cell_outputs(nb, patterns).items() if cid in keep}
+
+
+def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = None,
+                 figures_dir: Path | None = None) -> dict:
+    """The spread record from executed copies of the series, one folder per code path."""
+    committed = _committed(committed_dir)
+    figures_dir = figures_dir or locations.REPO_ROOT / "figures"
+    patterns = reproduce.sanitize_patterns()
+    notebooks = {}
+    for nb_id, path in committed.items():
+        keep = _compared_cells(nbformat.read(path, as_version=4))
+        variants = {"committed": compared_outputs(path, keep, patterns)}
+        for name, folder in variant_dirs.items():
+            copy = folder / "notebooks" / path.name
+            if copy.exists():
+                variants[name] = compared_outputs(copy, keep, patterns)
+        entries = reproduce.spread_entries(variants)
+        checks = _check_outcomes({"committed": path, **{name: folder / "notebooks" / path.name
+                                                        for name, folder in variant_dirs.items()}})
+        figures = {}
+        for png in sorted(figures_dir.glob(f"{nb_id}_*.png")):
+            rms = {name: reproduce.figure_rms(png, folder / "figures" / png.name)
+                   for name, folder in variant_dirs.items() if (folder / "figures" / png.name).exists()}
+            figures[png.name] = {k: round(v, 3) for k, v in rms.items()}
+        notebooks[nb_id] = {"notebook": path.name, "variants": [n for n in variants if n != "committed"],
+                            "summary": {**reproduce.summarise(entries, "committed"),
+                                        "fragile_checks": sorted(n for n, o in checks.items()
+                                                                 if 0 < sum(o.values()) < len(o))},
+                            "checks": checks, "figures": figures, "outputs": entries}
+    return {"about": "Spread of every printed number and figure of the quick series across CPU code paths "
+                     "(python -m dlgn_lib.series spread); reconstruction §7 says how tolerances follow from it.",
+            "machine": machine(), "code_version": code_version(),
+            "variants": {name: VARIANTS.get(name, {}) for name in variant_dirs},
+            "tolerance_factor": reproduce.TOLERANCE_FACTOR, "notebooks": notebooks}
+
+
+def _check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool]]:
+    """Each printed check's pass/fail under each code path (check name -> variant -> passed)."""
+    from dlgn_lib import report
+    outcomes: dict[str, dict[str, bool]] = {}
+    for name, path in copies.items():
+        if not path.exists():
+            continue
+        for v in report.verdicts_of(nbformat.read(path, as_version=4)):
+            for check in v.checks:
+                outcomes.setdefault(check.name, {})[name] = check.passed
+    return outcomes
+
+
+def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = None, reuse: bool = False,
+           out_root: Path | None = None, record: Path | None = None, workers: int | None = None) -> dict:
+    """Run the series under each code path (reusing finished ones with ``reuse``) and write the record."""
+    names = list(variants or VARIANTS)
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variant(s) {unknown}; available: {list(VARIANTS)}")
+    out_root = out_root or locations.build_dir() / "spread"
+    dirs = {}
+    for i, name in enumerate(names, 1):
+        folder = out_root / slug(name)
+        dirs[name] = folder
+        expected = [folder / "notebooks" / p.name for p in locations.find_notebooks()
+                    if not only or locations.notebook_id(p) in only]
+        if reuse and all(p.exists() for p in expected):
+            print(f"[{i}/{len(names)}] {name}: reusing {locations.display_path(folder)}", flush=True)
+            continue
+        print(f"[{i}/{len(names)}] {name}: running the quick series ({' '.join(f'{k}={v}' for k, v in VARIANTS[name].items()) or 'no variables'})", flush=True)
+        if folder.exists():
+            shutil.rmtree(folder)
+        start = time.perf_counter()
+        status = run_series_under(VARIANTS[name], folder, "quick", only, workers)
+        print(f"[{i}/{len(names)}] {name}: exit {status} after {time.perf_counter() - start:.0f} s", flush=True)
+    data = build_record(dirs)
+    record = Path(record or reproduce.SPREAD_RECORD)
+    tmp = record.with_name(f".{record.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    os.replace(tmp, record)
+    return data
+
+
+def spread_table(data: Mapping) -> str:
+    """Per notebook: numbers, how many moved, the largest relative spread, fragile outputs, checks changed."""
+    rows = [("notebook", "numbers", "moved", "largest relative spread", "outputs whose words changed",
+             "fragile checks", "figure RMS max")]
+    for nb_id, entry in data["notebooks"].items():
+        s = entry["summary"]
+        rms = [v for fig in entry["figures"].values() for v in fig.values()]
+        rows.append((nb_id, str(s["numbers"]), str(s["numbers_that_moved"]), f"{s['largest_relative_spread']:.3g}",
+                     str(s["fragile_outputs"]), str(len(s["fragile_checks"])), f"{max(rms, default=0):.2f}"))
+    return _table(rows)
+
+
+def _table(rows) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# --- verify --------------------------------------------------------------------------------------
+
+@dataclass
+class NotebookCheck:
+    notebook: str
+    numbers: int = 0
+    outside: int = 0
+    worst: str = ""
+    worst_excess: float = 0.0
+    text_differences: int = 0
+    verdicts_equal: bool = True
+    figures: int = 0
+    figures_equal: int = 0
+    seconds: float = 0.0
+    ran: bool = True
+    details: tuple = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.ran and not self.outside and not self.text_differences and self.verdicts_equal \
+            and self.figures == self.figures_equal
+
+
+def compare_quick(nb_id: str, committed: Path, executed: Path, figures: Path, record: Mapping) -> NotebookCheck:
+    """One notebook's executed copy against the committed one: outputs, verdict lines, figures."""
+    from dlgn_lib import report
+    result = NotebookCheck(committed.name)
+    if not executed.exists():
+        result.ran = False
+        return result
+    ref_nb, new_nb = nbformat.read(committed, as_version=4), nbformat.read(executed, as_version=4)
+    keep = _compared_cells(ref_nb)
+    patterns = reproduce.sanitize_patterns()
+    ref = {c: g for c, g in reproduce.cell_outputs(ref_nb, patterns).items() if c in keep}
+    new = {c: g for c, g in reproduce.cell_outputs(new_nb, patterns).items() if c in keep}
+    details = []
+    for cid in ref:
+        for comparison in reproduce.compare_groups(ref[cid], new.get(cid, {}), record, nb_id, cid):
+            result.numbers += comparison.numbers
+            for d in comparison.differences:
+                details.append(f"{nb_id} {d.where}: {d.detail}")
+                if d.kind == "text":
+                    result.text_differences += 1
+                else:
+                    result.outside += 1
+            if comparison.worst > result.worst_excess and math.isfinite(comparison.worst):
+                result.worst_excess = comparison.worst
+    result.verdicts_equal = [_verdict_key(v) for v in report.verdicts_of(ref_nb)] == \
+                            [_verdict_key(v) for v in report.verdicts_of(new_nb)]
+    _compare_figures(result, nb_id, figures, record, details)
+    result.seconds = report.seconds_of(new_nb)
+    result.details = tuple(details)
+    return result
+
+
+def _verdict_key(v):
+    return (v.claim, v.profile, v.supported, v.n_pass, v.n_checks, tuple((c.name, c.passed) for c in v.checks))
+
+
+def _compare_figures(result: NotebookCheck, nb_id: str, figures: Path, record: Mapping, details: list) -> None:
+    for png in sorted((locations.REPO_ROOT / "figures").glob(f"{nb_id}_*.png")):
+        new = figures / png.name
+        result.figures += 1
+        if not new.exists():
+            details.append(f"{nb_id} figure {png.name}: not written")
+            continue
+        rms, allowed = reproduce.figure_rms(png, new), reproduce.figure_tolerance(record, nb_id, png.name)
+        if rms <= allowed:
+            result.figures_equal += 1
+        else:
+            details.append(f"{nb_id} figure {png.name}: RMS {rms:.2f} > allowed {allowed:.2f}")
+
+
+def compare_full(nb_id: str, executed: Path, full_record: Mapping, record: Mapping) -> NotebookCheck:
+    """One notebook executed under ``full`` against ``docs/full_results.json``: verdicts and check values."""
+    from dlgn_lib import report
+    result = NotebookCheck(executed.name)
+    if not executed.exists():
+        result.ran = False
+        return result
+    nb = nbformat.read(executed, as_version=4)
+    new = report.verdicts_of(nb)
+    old = report._verdicts_from_record(full_record["notebooks"].get(nb_id, {"verdicts": []}))
+    result.verdicts_equal = [_verdict_key(v) for v in old] == [_verdict_key(v) for v in new]
+    details = []
+    for a, b in zip(old, new):
+        for ca, cb in zip(a.checks, b.checks):
+            result.numbers += 1
+            comparison = reproduce.compare_text(ca.value, cb.value, reproduce.NO_RECORD)
+            if comparison.differences and not _within_relative(ca.value, cb.value, record, nb_id):
+                result.outside += 1
+                details.append(f"{nb_id} {a.claim} {ca.name}: {ca.value} -> {cb.value}")
+    result.seconds = report.seconds_of(nb)
+    result.details = tuple(details)
+    return result
+
+
+def _within_relative(a: str, b: str, record: Mapping, nb_id: str) -> bool:
+    """Full-profile check values: within the tolerance factor times the notebook's largest quick relative spread."""
+    rel = record.get("notebooks", {}).get(nb_id, {}).get("summary", {}).get("largest_relative_spread", 0.0)
+    x, y = reproduce.Number(a).value, reproduce.Number(b).value
+    return abs(x - y) <= reproduce.TOLERANCE_FACTOR * rel * max(abs(x), abs(y))
+
+
+def verify(profile: str = "quick", only: Sequence[str] | None = None, out: Path | None = None,
+           workers: int | None = None, run: bool = True) -> list[NotebookCheck]:
+    """Execute the series into ``out`` (default ``build/verify``) and compare it with the record."""
+    from dlgn_lib.config import PROFILES
+    if profile not in PROFILES:
+        raise ValueError(f"--profile: unknown profile {profile!r}; allowed: {', '.join(PROFILES)}")
+    out = Path(out or locations.build_dir() / "verify" / profile)
+    committed = _committed()
+    if only:
+        unknown = sorted(set(only) - set(committed))
+        if unknown:
+            raise ValueError(f"--only: unknown notebook id(s) {', '.join(unknown)}; available: {', '.join(committed)}")
+    if run:
+        run_series_under({k: v for k, v in os.environ.items() if k in reproduce_variables() | {"DLGN_NUMERICS"}},
+                         out, profile, only, workers, fresh_cache=False)
+    record = reproduce.load_record()
+    full_record = json.loads((locations.REPO_ROOT / "docs" / "full_results.json").read_text()) if profile == "full" else {}
+    results = []
+    for nb_id, path in committed.items():
+        if only and nb_id not in only:
+            continue
+        executed = out / "notebooks" / path.name
+        if profile == "quick":
+            results.append(compare_quick(nb_id, path, executed, out / "figures", record))
+        else:
+            results.append(compare_full(nb_id, executed, full_record, record))
+    return results
+
+
+def verify_table(results: Sequence[NotebookCheck], profile: str) -> str:
+    rows = [("notebook", "numbers within", "outside (worst)", "words", "verdicts equal", "figures equal", "seconds")]
+    for r in results:
+        if not r.ran:
+            rows.append((r.notebook, "-", "-", "-", "not run", "-", "-"))
+            continue
+        worst = f"{r.outside} ({r.worst_excess:.2f}x allowed)" if r.numbers else "-"
+        rows.append((r.notebook, f"{r.numbers - r.outside} of {r.numbers}", worst,
+                     "equal" if not r.text_differences else f"{r.text_differences} differ",
+                     "yes" if r.verdicts_equal else "NO",
+                     f"{r.figures_equal} of {r.figures}" if profile == "quick" else "-", f"{r.seconds:.0f}"))
+    lines = [_table(rows)]
+    for r in results:
+        lines += [f"  {d}" for d in r.details[:10]]
+        if len(r.details) > 10:
+            lines.append(f"  ... and {len(r.details) - 10} more in {r.notebook}")
+    ok = sum(r.ok for r in results)
+    lines.append(f"verify ({profile}): {ok} of {len(results)} notebooks agree with the record within tolerance")
+    return "\n".join(lines)

@@ -1,0 +1,154 @@
+"""Numbers, skeletons and tolerances (dlgn_lib.reproduce), checked against hand-worked cases and
+against nbval's own stream handling; the nbval plugin on a real kernel."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from dlgn_lib import locations, reproduce
+
+REPO = locations.REPO_ROOT
+
+
+def test_split_finds_numbers_and_leaves_words():
+    text = ("notebook 05, C5 [quick]: 05_smooth.ipynb 1,024 points, widths=(16, 16), "
+            "R\u00b2 \u22120.945 and -2.389, residual 4.8e-06, bar 1.0e-10, 52%, width: 480px, colour #1f77b4, v2 S1")
+    skeleton, numbers = reproduce.split(text)
+    assert [n.text for n in numbers] == ["05", "1,024", "16", "16", "\u22120.945", "-2.389", "4.8e-06", "1.0e-10", "52"]
+    assert [n.value for n in numbers] == [5, 1024, 16, 16, -0.945, -2.389, 4.8e-06, 1e-10, 52]
+    assert skeleton == ("notebook #, C5 [quick]: 05_smooth.ipynb # points, widths=(#, #), "
+                        "R\u00b2 # and #, residual #, bar #, #%, width: 480px, colour #1f77b4, v2 S1")
+
+
+@pytest.mark.parametrize("text, unit", [("0.993", 1e-3), ("7.8", 0.1), ("4.8e-06", 1e-7), ("1.0e-10", 1e-11),
+                                        ("12", 0.0), ("1,024", 0.0), ("0", 0.0), ("-2.5", 0.1)])
+def test_unit_of_the_last_printed_digit(text, unit):
+    assert reproduce.Number(text).unit == pytest.approx(unit)
+
+
+def test_numbers_within_their_range_pass_and_a_planted_one_fails():
+    ref = "  [pass] S2 purity gain = 0.0725  (threshold: >= 0.05)\nfit 0.886 / 0.889"
+    tolerance = reproduce.Tolerance(ranges=(0.004, 0.0, 0.01, 0.0))   # numbers: 0.0725, 0.05, 0.886, 0.889 ("S2" is a word)
+    near = "  [pass] S2 purity gain = 0.0806  (threshold: >= 0.05)\nfit 0.914 / 0.889"
+    assert not reproduce.compare_text(ref, near, tolerance).differences    # 0.0081 <= 3 x 0.004; 0.028 <= 0.03
+    planted = "  [pass] S2 purity gain = 0.0900  (threshold: >= 0.05)\nfit 0.886 / 0.890"
+    result = reproduce.compare_text(ref, planted, tolerance)
+    assert [d.kind for d in result.differences] == ["number"]              # 0.0175 > 0.012; 0.001 is one unit
+    assert "0.0725 -> 0.0900" in result.differences[0].detail
+    assert result.worst == pytest.approx(0.0175 / 0.012)
+
+
+def test_a_number_that_never_moved_gets_one_unit_and_an_integer_none():
+    assert not reproduce.compare_text("share 0.17", "share 0.18").differences
+    assert reproduce.compare_text("share 0.17", "share 0.19").differences
+    assert reproduce.compare_text("3 of 9 runs", "4 of 9 runs").differences
+    assert not reproduce.compare_text("residual 0.0e+00", "residual 8.9e-16").differences   # within 0.1e+00
+    assert reproduce.compare_text("residual 0", "residual 2.2e-16").differences     # an exact zero: only the record
+    assert not reproduce.compare_text("residual 0", "residual 2.2e-16", reproduce.Tolerance((1.1e-16,))).differences
+
+
+def test_a_flipped_check_or_verdict_is_a_text_difference():
+    ref = "  [pass] M2 ratio = 0.808  (threshold: < 1)\nVERDICT C5 [quick]: SUPPORTED (1 of 1 checks pass)"
+    flipped = "  [FAIL] M2 ratio = 1.01  (threshold: < 1)\nVERDICT C5 [quick]: NOT SUPPORTED (0 of 1 checks pass)"
+    tolerance = reproduce.Tolerance(ranges=(1.0, 0.0, 0.0, 0.0, 0.0))     # even a huge range: words decide
+    result = reproduce.compare_text(ref, flipped, tolerance)
+    assert [d.kind for d in result.differences] == ["text"]
+    assert "[pass]" in result.differences[0].detail and "[FAIL]" in result.differences[0].detail
+    seen = (("0.808", "1", "1", "1"), ("1.02", "1", "0", "1"), ("0.97", "1", "1", "1"))
+    recorded = reproduce.Tolerance(ranges=(0.0, 1.0), skeletons=(reproduce.split(flipped)[0],), values=seen)
+    assert not reproduce.compare_text(ref, flipped, recorded).differences, "a recorded fragile form is allowed"
+    far = flipped.replace("1.01", "2.5")
+    assert [d.kind for d in reproduce.compare_text(ref, far, recorded).differences] == ["number"]
+
+
+def test_text_outputs_group_like_nbval():
+    from nbval.plugin import coalesce_streams, transform_streams_for_comparison
+    outputs = [nbformat.v4.new_output("stream", name="stdout", text="saved a\n"),
+               nbformat.v4.new_output("display_data", data={"image/png": "AAAA", "text/plain": "<Figure 1>"}),
+               nbformat.v4.new_output("stream", name="stdout", text="saved b\n"),
+               nbformat.v4.new_output("stream", name="stderr", text="warning 1\n"),
+               nbformat.v4.new_output("execute_result", data={"text/plain": "42", "text/html": "<b>42</b>",
+                                      "application/vnd.jupyter.widget-view+json": {"model_id": "x"}},
+                                      execution_count=3)]
+    ours = reproduce.text_outputs(outputs)
+    theirs = {}
+    for output in transform_streams_for_comparison(coalesce_streams(nbformat.from_dict(json.loads(json.dumps(outputs))))):
+        for key, value in output.items():
+            if key == "data":
+                for data_key, data_value in value.items():
+                    if data_key not in reproduce.SKIPPED_KEYS:
+                        theirs.setdefault(data_key, []).append(data_value)
+            elif key not in reproduce.SKIPPED_KEYS:
+                theirs.setdefault(key, []).append(value)
+    assert ours == theirs == {"stdout": ["saved a\nsaved b\n"], "text/plain": ["<Figure 1>", "42"],
+                              "stderr": ["warning 1\n"], "text/html": ["<b>42</b>"]}
+
+
+def test_spread_entries_have_one_range_per_printed_number():
+    variants = {
+        "committed": {"c1": {"stdout": ["a 0.50 b 12\n  [pass] x = 1.5e-06"]}},
+        "v1": {"c1": {"stdout": ["a 0.52 b 12\n  [pass] x = 2.5e-06"]}},
+        "v2": {"c1": {"stdout": ["a 0.47 b 12\n  [FAIL] x = 9.0e-01"]}},
+    }
+    entries = reproduce.spread_entries(variants)
+    entry = entries["c1/stdout/0"]
+    # ranges over the variants whose words equal the first one's (committed and v1)
+    assert entry["ranges"] == pytest.approx([0.02, 0.0, 1.0e-06])
+    assert entry["values"] == {"committed": ["0.50", "12", "1.5e-06"], "v1": ["0.52", "12", "2.5e-06"],
+                               "v2": ["0.47", "12", "9.0e-01"]}
+    assert entry["changed_words"] == ["[pass] x = # | [FAIL] x = #"]
+    summary = reproduce.summarise(entries, "committed")
+    assert summary["numbers"] == 3 and summary["numbers_that_moved"] == 2
+    assert summary["checks_changed"] and summary["fragile_outputs"] == 1
+    assert summary["largest_relative_spread"] == pytest.approx(1.0e-06 / 1.5e-06, rel=1e-3)
+
+
+def test_every_number_of_every_committed_output_has_a_record_entry():
+    record = reproduce.load_record()
+    if not record["notebooks"]:
+        pytest.fail("docs/spread.json is missing: run make spread")
+    from dlgn_lib import verify
+    for path in locations.find_notebooks():
+        nb_id = locations.notebook_id(path)
+        outputs = verify.compared_outputs(path)
+        entries = record["notebooks"][nb_id]["outputs"]
+        for cell_id, groups in outputs.items():
+            for key, texts in groups.items():
+                for position, text in enumerate(texts):
+                    n = len(reproduce.split(text)[1])
+                    if n:
+                        entry = entries[reproduce.output_key(cell_id, key, position)]
+                        assert len(entry["ranges"]) == n, (nb_id, cell_id, key)
+                        assert entry["values"]["committed"] == [x.text for x in reproduce.split(text)[1]]
+
+
+def _notebook(path: Path, stored: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell('print(f"[pass] value = {1/3:.3f}  (threshold: <= 1)")', execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=stored + "\n")]
+    nb.cells = [cell]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.mark.parametrize("stored, passes", [
+    ("[pass] value = 0.333  (threshold: <= 1)", True),
+    ("[pass] value = 0.334  (threshold: <= 1)", True),     # one unit of the last digit
+    ("[pass] value = 0.400  (threshold: <= 1)", False),    # a planted out-of-tolerance number
+    ("[FAIL] value = 0.333  (threshold: <= 1)", False),    # a flipped check
+])
+def test_nbval_plugin_on_a_real_kernel(tmp_path, stored, passes):
+    notebook = _notebook(tmp_path / "99_probe.ipynb", stored)
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.nbval_tolerance", "--nbval",
+                             "--nbval-current-env", "-q", "-p", "no:cacheprovider", str(notebook)],
+                            cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert (result.returncode == 0) == passes, result.stdout[-2000:]
+    if not passes:
+        assert "0.333" in result.stdout or "[FAIL]" in result.stdout
