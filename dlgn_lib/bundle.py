@@ -14,7 +14,11 @@ in the cache) and ``bundle.json`` (what it holds). Import trusts nothing in it:
 - every entry is verified as the cache verifies its own (checksum, layout, key recomputed from
   the config, so an entry of another code version is refused) in a temporary folder; one bad
   entry refuses the whole bundle, and the temporary folder is removed;
-- a valid local entry is never replaced (it is reported as present); a corrupt one is.
+- a valid local entry is never replaced (it is reported as present); a corrupt one is;
+- the work is bounded before anything is written: sparse members are refused, and the sizes in
+  the members' headers must stay under ``MAX_MEMBER_BYTES`` each and ``MAX_BUNDLE_BYTES`` in all,
+  and fit the free space of the target; each ``run.pt`` is hashed while it streams and stops at
+  the first byte past its header's size or a checksum that differs from its manifest's.
 """
 from __future__ import annotations
 
@@ -24,7 +28,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import tarfile
 import tempfile
 from dataclasses import dataclass, field
@@ -38,6 +41,11 @@ BUNDLE_FORMAT = 1
 _ENTRY_NAME = re.compile(r"^[0-9a-f]{20}$")
 _MEMBER = re.compile(r"^(bundle\.json|[0-9a-f]{20}|[0-9a-f]{20}/(run\.pt|manifest\.json))$")
 ENTRY_FILES = ("manifest.json", "run.pt")
+#: Bounds of one import: a run.pt of the full profile is a few MB; a class bundle a few hundred.
+MAX_MEMBER_BYTES = 1 << 30          # 1 GiB
+MAX_BUNDLE_BYTES = 8 << 30          # 8 GiB
+MAX_MANIFEST_BYTES = 1 << 20        # 1 MiB
+_CHUNK = 1 << 20
 
 
 class BundleError(RuntimeError):
@@ -132,6 +140,76 @@ def _open(file: Path) -> tarfile.TarFile:
         raise BundleError(f"{file} is not a readable run bundle (truncated or not a tar.gz): {exc}") from None
 
 
+def _bounded(file: Path, files: list[tarfile.TarInfo], root: Path) -> int:
+    """Refuse sparse or oversized members, and a bundle larger than its bound or the free space."""
+    total = 0
+    for member in files:
+        if member.issparse():
+            raise BundleError(f"{file}: member {member.name} is a sparse file; a run bundle holds plain files only")
+        limit = MAX_MANIFEST_BYTES if not member.name.endswith(".pt") else MAX_MEMBER_BYTES
+        if member.size > limit:
+            raise BundleError(f"{file}: member {member.name} claims {member.size:,} bytes, over the bound of "
+                              f"{limit:,} for such a member; refused before anything was written")
+        total += member.size
+    if total > MAX_BUNDLE_BYTES:
+        raise BundleError(f"{file} claims {total:,} bytes in all, over the bound of {MAX_BUNDLE_BYTES:,}")
+    free = shutil.disk_usage(root).free
+    if total > free:
+        raise BundleError(f"{file} needs {total / 2**20:,.1f} MB and the disk of {root} has {free / 2**20:,.1f} MB "
+                          "free; free some space or import --into a folder on another disk. Nothing was written")
+    return total
+
+
+def _copy_member(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, file: Path, root: Path,
+                 expected_sha256: str | None = None) -> None:
+    """Stream one member to ``target``, hashing it; read errors blame the bundle, write errors the disk."""
+    import hashlib
+    try:
+        source = tar.extractfile(member)
+    except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
+        raise BundleError(f"{file}: member {member.name} cannot be read (truncated?): {exc}") from None
+    digest, written = hashlib.sha256(), 0
+    with open(target, "wb") as out:
+        while True:
+            try:
+                chunk = source.read(_CHUNK)
+            except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
+                raise BundleError(f"{file}: member {member.name} cannot be read (truncated?): {exc}") from None
+            if not chunk:
+                break
+            written += len(chunk)
+            if written > member.size:
+                raise BundleError(f"{file}: member {member.name} holds more than the {member.size:,} bytes its header says")
+            digest.update(chunk)
+            try:
+                out.write(chunk)
+            except OSError as exc:
+                raise BundleError(f"cannot write {member.name} into {root}: {exc.strerror or exc} "
+                                  f"({shutil.disk_usage(root).free / 2**20:,.1f} MB free there, this member needs "
+                                  f"{member.size / 2**20:,.1f} MB); nothing was imported") from None
+    if written != member.size:
+        raise BundleError(f"{file}: member {member.name} is truncated ({written:,} of {member.size:,} bytes)")
+    if expected_sha256 is not None and digest.hexdigest() != expected_sha256:
+        raise BundleError(f"{file}: member {member.name} does not match the checksum in its manifest; refused")
+
+
+def _copy_manifest(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, file: Path, root: Path) -> str | None:
+    """Write a manifest member (small: read whole) and return the ``run.pt`` checksum it states."""
+    try:
+        data = tar.extractfile(member).read()
+    except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
+        raise BundleError(f"{file}: member {member.name} cannot be read (truncated?): {exc}") from None
+    try:
+        target.write_bytes(data)
+    except OSError as exc:
+        raise BundleError(f"cannot write {member.name} into {root}: {exc.strerror or exc} "
+                          f"({shutil.disk_usage(root).free / 2**20:,.1f} MB free there); nothing was imported") from None
+    try:
+        return json.loads(data).get("sha256")
+    except (ValueError, AttributeError) as exc:
+        raise BundleError(f"{file}: member {member.name} is not a manifest: {exc}") from None
+
+
 def import_bundle(file: Path | str, into: Path | str | None = None) -> ImportReport:
     """Verify every member and entry of a bundle, then add its entries to the cache ``into``.
 
@@ -140,6 +218,11 @@ def import_bundle(file: Path | str, into: Path | str | None = None) -> ImportRep
     """
     file = Path(file)
     root = Path(into).expanduser().resolve() if into else locations.runs_dir()
+    try:
+        runs.check_root(root)
+    except runs.CacheLocationError as exc:
+        raise BundleError(str(exc).replace("point DLGN_RUNS_DIR to a folder (or unset it for data/runs)",
+                                           "name a folder with --into")) from None
     with _open(file) as tar:
         try:
             members = tar.getmembers()
@@ -155,18 +238,20 @@ def import_bundle(file: Path | str, into: Path | str | None = None) -> ImportRep
             have = sorted(m.name.split("/")[1] for m in files if m.name.startswith(key + "/"))
             if have != sorted(ENTRY_FILES):
                 raise BundleError(f"entry {key} in {file} has files {have}, not {list(ENTRY_FILES)}")
-        root.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".tmp-import-{socket.gethostname()}-{os.getpid()}-", dir=root))
         try:
-            for member in files:
-                target = staging / member.name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                source = tar.extractfile(member)
-                try:
-                    with open(target, "wb") as out:
-                        shutil.copyfileobj(source, out)
-                except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
-                    raise BundleError(f"{file}: member {member.name} cannot be read (truncated?): {exc}") from None
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BundleError(f"cannot create the cache folder {root}: {exc.strerror or exc}") from None
+        _bounded(file, files, root)
+        runs.remove_stale_temporaries(root)
+        staging = Path(tempfile.mkdtemp(prefix=runs.temp_prefix("import"), dir=root))
+        try:
+            by_name = {m.name: m for m in files}
+            for key in entries:   # manifests first: each run.pt is checked against its own as it streams
+                (staging / key).mkdir()
+                expected = _copy_manifest(tar, by_name[f"{key}/manifest.json"], staging / key / "manifest.json",
+                                          file, root)
+                _copy_member(tar, by_name[f"{key}/run.pt"], staging / key / "run.pt", file, root, expected)
             for key in entries:
                 try:
                     runs.verify_entry(staging / key)

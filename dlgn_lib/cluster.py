@@ -69,6 +69,8 @@ def local_cluster_options(workers: int | None = None) -> dict:
         # The scheduler's plain HTTP endpoints (health, metrics): loopback, any free port, not 8787.
         "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"},
         "memory_limit": 0,
+        # Workers' scratch space under the build folder, not the system's temporary folder.
+        "local_directory": str(locations.build_dir() / "dask-scratch"),
     }
 
 

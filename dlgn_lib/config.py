@@ -209,6 +209,25 @@ def _check_int(name: str, value, minimum: int, maximum: int | None = None) -> No
                              + (f" and <= {maximum}" if maximum is not None else ""))
 
 
+#: Random circle targets a notebook draws from its TARGET_SEED: steps k with TARGET_SEED + k, k < 3
+#: (``studies.circle.target_params``).
+TARGET_SEEDS_DRAWN = 3
+
+
+def _check_derived_seeds(cfg, params) -> None:
+    """The seeds a notebook derives (SEED + k for each of its runs, TARGET_SEED + k for its targets)
+    must stay 32-bit too, so that a run's seed is never silently wrapped or rejected later."""
+    top = PARAMETER_BOUNDS["SEED"][1]
+    n = cfg.sizes.get("n_seeds", 1)
+    if params["SEED"] + n - 1 > top:
+        raise ParameterError(f"SEED={params['SEED']} is not allowed here: this notebook trains seeds SEED .. SEED + "
+                             f"{n - 1}, which must stay <= {top}; use SEED <= {top - n + 1}")
+    if "TARGET_SEED" in params and params["TARGET_SEED"] + TARGET_SEEDS_DRAWN - 1 > top:
+        raise ParameterError(f"TARGET_SEED={params['TARGET_SEED']} is not allowed: targets are drawn with TARGET_SEED .. "
+                             f"TARGET_SEED + {TARGET_SEEDS_DRAWN - 1}, which must stay <= {top}; "
+                             f"use TARGET_SEED <= {top - TARGET_SEEDS_DRAWN + 1}")
+
+
 def check_parameters(**params) -> None:
     """Validate notebook parameters before any work; raise ``ParameterError`` naming the bad one.
 
@@ -281,6 +300,7 @@ def setup(notebook: str, namespace: Mapping[str, Any], *, show: bool = True) -> 
     cfg = for_notebook(notebook, params["PROFILE"], seed=params["SEED"], **overrides)
     if "TARGET_SEED" in params:
         cfg = replace(cfg, target_seed=params["TARGET_SEED"])
+    _check_derived_seeds(cfg, params)
     global _MADE_BY
     _MADE_BY = {"notebook": notebook, "profile": params["PROFILE"]}
     from dlgn_lib import numerics

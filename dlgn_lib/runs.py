@@ -29,6 +29,7 @@ import fcntl
 import hashlib
 import json
 import os
+import pickle
 import re
 import shutil
 import socket
@@ -65,6 +66,30 @@ class CacheWriteError(OSError):
     """An entry could not be written (a full disk, a read-only folder); the message names it."""
 
 
+class CacheLocationError(CacheWriteError):
+    """The run cache's location is not a folder (``DLGN_RUNS_DIR`` names a file, say)."""
+
+
+def check_root(root: Path | None = None) -> Path:
+    """The cache folder, refused with a clear message when something other than a folder is there."""
+    root = Path(root) if root else locations.runs_dir()
+    for folder in (root, *root.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                where = "DLGN_RUNS_DIR" if os.environ.get("DLGN_RUNS_DIR") else "the run cache folder"
+                raise CacheLocationError(
+                    f"{where} {root} cannot be used: {folder} is a file, not a folder; point DLGN_RUNS_DIR to a "
+                    "folder (or unset it for data/runs) and run again")
+            break
+    return root
+
+
+def temp_prefix(kind: str = "") -> str:
+    """The one naming scheme of every temporary or trash folder of a cache: ``.tmp-[kind-]<pid>@<host>-``,
+    so that the next writer removes it when its writer has died, whatever wrote it."""
+    return f".tmp-{kind + '-' if kind else ''}{_writer_tag()}"
+
+
 def entry_dir(config: RunConfig, root: Path | None = None) -> Path:
     return (Path(root) if root else locations.runs_dir()) / config.key()[:20]
 
@@ -99,8 +124,12 @@ def entry_lock(key: str, root: Path | None = None, label: str = ""):
     A process that has to wait says so on stderr after ``WAIT_NOTICE_S`` seconds, naming the run
     and the lock file, then waits on. Raises ``OSError`` where the cache is read-only.
     """
-    lock_dir = (Path(root) if root else locations.runs_dir()) / ".locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
+    lock_dir = check_root(root) / ".locks"
+    try:
+        lock_dir.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        check_root(lock_dir)   # a file in the way: say which
+        raise
     path = lock_dir / f"{key[:20]}.lock"
     with open(path, "a") as fh:
         start = time.monotonic()
@@ -142,15 +171,18 @@ def remove_stale_temporaries(root: Path | None = None) -> list[str]:
     root = Path(root) if root else locations.runs_dir()
     host, removed = socket.gethostname(), []
     for folder in root.glob(".t*-*") if root.is_dir() else []:
-        if not folder.is_dir() or not folder.name.startswith((".tmp-", ".trash-")):
+        if not folder.name.startswith((".tmp-", ".trash-")):
             continue
         match = _TEMP.match(folder.name)
         if match:
             stale = match[2] == host and not _alive(int(match[1]))
         else:
-            stale = time.time() - folder.stat().st_mtime > ABANDONED_AFTER_S
+            stale = time.time() - folder.lstat().st_mtime > ABANDONED_AFTER_S
         if stale:
-            shutil.rmtree(folder, ignore_errors=True)
+            if folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder, ignore_errors=True)
+            else:   # a plain file (or link) left under a temporary name
+                folder.unlink(missing_ok=True)
             removed.append(folder.name)
     return removed
 
@@ -166,16 +198,22 @@ def _free_space(folder: Path) -> str:
         return "free space unknown"
 
 
-def save(run: Run, root: Path | None = None) -> Path:
+def save(run: Run, root: Path | None = None, *, rescue: bool = True) -> Path:
     """Write a run's entry atomically (temp folder, fsync, rename); returns the entry folder.
 
     Call with the entry's lock held. Raises ``CacheWriteError`` naming the entry and the free
-    space when the write fails; nothing is left behind then.
+    space when the write fails; nothing is left behind in the cache then, and (with ``rescue``)
+    the trained run is written under ``<build dir>/rescued-runs/`` instead, which the error names.
     """
     final = entry_dir(run.config, root)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(final.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + _writer_tag(), dir=final.parent))
+    try:
+        check_root(final.parent)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(final.parent)
+        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(), dir=final.parent))
+    except OSError as exc:
+        raise CacheWriteError(f"could not write the run entry {locations.display_path(final)}: "
+                              f"{exc.strerror or exc}{_rescued(run) if rescue else ''}") from None
     try:
         payload = {"format": FORMAT, "config": run.config.to_json(), "history": run.history,
                    "snapshots": run.snapshots, "best_state": run.best_state, "meta": json.dumps(run.meta)}
@@ -194,11 +232,28 @@ def save(run: Run, root: Path | None = None) -> Path:
     except (OSError, RuntimeError) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise CacheWriteError(f"could not write the run entry {locations.display_path(final)} "
-                              f"({_free_space(final.parent)}): {exc}") from exc
+                              f"({_free_space(final.parent)}): {exc}{_rescued(run) if rescue else ''}") from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
+
+
+def _rescued(run: Run) -> str:
+    """Save a trained run that its cache refused under ``<build dir>/rescued-runs/`` (else the
+    system's temporary folder); returns the sentence that says where, for the error message."""
+    for base in (locations.build_dir() / "rescued-runs", Path(tempfile.gettempdir()) / "dlgn-rescued-runs"):
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            if not base.is_dir():
+                continue
+            target = save(run, base, rescue=False)
+        except (OSError, RuntimeError):
+            continue
+        return (f". The trained run is kept in {locations.display_path(target)}: move that folder into a "
+                f"working run cache (or set DLGN_RUNS_DIR={locations.display_path(base)}) and it loads instead of "
+                "training again")
+    return ". The trained run could not be kept anywhere either (no writable build or temporary folder)"
 
 
 def discard(folder: Path) -> None:
@@ -226,6 +281,9 @@ def _verified(folder: Path, key: str | None = None) -> tuple[dict, dict]:
     try:
         payload = torch.load(folder / "run.pt", map_location="cpu", weights_only=True)
     except Exception as exc:  # a file that passes the checksum but cannot be read is still corrupt
+        if isinstance(exc, pickle.UnpicklingError) or "weights_only" in str(exc):
+            raise CorruptEntry("run.pt holds objects other than tensors and plain data, which this cache never "
+                               "unpickles (no code in it was run); the entry is set aside and retrained") from None
         raise CorruptEntry(f"run.pt unreadable ({exc.__class__.__name__}: {exc})") from exc
     if not isinstance(payload, dict) or set(payload) != set(PAYLOAD_LAYOUT):
         found = sorted(payload) if isinstance(payload, dict) else type(payload).__name__
@@ -365,10 +423,16 @@ def _get_or_train_seeds(configs: list[RunConfig], *, device, progress, say, tall
             for config in missing:
                 say(f"training {config.label()} [{entry_dir(config).name[:12]}] for {config.epochs} epochs")
             start = time.perf_counter()
+            refused = None
             for run in train_group(missing, device=device, progress=progress) if missing else []:
-                save(run)
+                try:
+                    save(run)
+                except CacheWriteError as exc:   # each refused run is kept elsewhere; go on with the rest
+                    refused = refused or exc
                 found[run.config.key()] = run
                 say(f"trained {run.config.label()} in {run.meta['seconds']:.1f} s")
+            if refused is not None:
+                raise refused
     except OSError as exc:
         if isinstance(exc, CacheWriteError) or not _read_only(exc):
             raise
@@ -434,9 +498,15 @@ def main(argv: list[str] | None = None) -> int:
         else:
             report = bundle.import_bundle(args.file, args.into)
             print(report.text() + f" into {args.into or locations.display_path(locations.runs_dir())}")
-    except bundle.BundleError as exc:
+    except (bundle.BundleError, CacheWriteError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        done = ("no bundle was written (its temporary file is removed)" if args.command == "export" else
+                "entries already moved into the cache are complete and verified, nothing half-written is left "
+                "(the staging folder is removed)")
+        print(f"interrupted: {done}; run the same command again to finish", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -87,6 +87,14 @@ class Result:
         return "ok" if self.ok else f"FAILED {self.error}"
 
 
+class SeriesInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a series run: the results of the notebooks that finished, and the rest's names."""
+
+    def __init__(self, finished: list[Result], unfinished: list[str]):
+        super().__init__(f"{len(finished)} notebooks finished, {len(unfinished)} did not")
+        self.finished, self.unfinished = finished, unfinished
+
+
 class _CurrentInterpreterKernelSpecs(KernelSpecManager):
     """The installed kernel specs, plus one that runs ipykernel on ``sys.executable``.
 
@@ -237,7 +245,11 @@ def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile:
             results[notebook] = result
             if progress:
                 progress(f"  {notebook.name}: {result.status} in {result.seconds:.1f} s")
-    except BaseException:   # interrupted: the notebooks not started yet need not run
+    except KeyboardInterrupt:   # Ctrl-C: stop the rest, say what finished
+        client.cancel(list(futures))
+        raise SeriesInterrupted([results[n] for n in notebooks if n in results],
+                                [n.name for n in notebooks if n not in results]) from None
+    except BaseException:   # interrupted otherwise: the notebooks not started yet need not run
         client.cancel(list(futures))
         raise
     finally:
@@ -427,6 +439,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (ValueError, cluster.ClusterUnavailable) as exc:  # notebook failures are results, not errors
         parser.error(str(exc))
+    except KeyboardInterrupt as exc:
+        finished = getattr(exc, "finished", [])
+        unfinished = getattr(exc, "unfinished", None)
+        if finished:
+            print(format_summary(finished))
+        rerun = (" --only " + " ".join(n[:2] for n in unfinished)) if unfinished else ""
+        print(f"interrupted: {len(finished)} notebooks finished"
+              + (f", not finished: {', '.join(unfinished)}" if unfinished else "")
+              + f"; to run the rest: python -m dlgn_lib.series run --profile {args.profile}{rerun}", file=sys.stderr)
+        return 130
     print(format_summary(results))
     return 0 if all(r.ok for r in results) else 1
 
@@ -443,6 +465,9 @@ def _verify_main(parser, args) -> int:
         results = verify.verify(args.profile, args.only, workers=args.workers, run=not args.no_run)
     except ValueError as exc:
         parser.error(str(exc))
+    except KeyboardInterrupt as exc:
+        print(f"interrupted: {exc or 'nothing was compared'}", file=sys.stderr)
+        return 130
     print(verify.verify_table(results, args.profile))
     return 0 if all(r.ok for r in results) else 1
 

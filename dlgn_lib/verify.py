@@ -200,6 +200,8 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
             shutil.rmtree(folder)
         start = time.perf_counter()
         status = run_series_under(VARIANTS[name], folder, "quick", only, workers)
+        if status == 130:   # Ctrl-C reached the child too: stop here, the record is not rewritten
+            raise KeyboardInterrupt(f"code path {name!r} interrupted; rerun with --reuse to keep the finished ones")
         print(f"[{i}/{len(names)}] {name}: exit {status} after {time.perf_counter() - start:.0f} s", flush=True)
     data = build_record(dirs)
     record = Path(record or reproduce.SPREAD_RECORD)

