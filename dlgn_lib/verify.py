@@ -241,6 +241,7 @@ class NotebookCheck:
     worst_excess: float = 0.0
     text_differences: int = 0
     verdicts_equal: bool = True
+    fragile_flips: int = 0       # checks whose pass/fail differs, each a recorded fragile check
     figures: int = 0
     figures_equal: int = 0
     seconds: float = 0.0
@@ -277,12 +278,34 @@ def compare_quick(nb_id: str, committed: Path, executed: Path, figures: Path, re
                     result.outside += 1
             if comparison.worst > result.worst_excess and math.isfinite(comparison.worst):
                 result.worst_excess = comparison.worst
-    result.verdicts_equal = [_verdict_key(v) for v in report.verdicts_of(ref_nb)] == \
-                            [_verdict_key(v) for v in report.verdicts_of(new_nb)]
+    result.verdicts_equal, result.fragile_flips = _verdicts_agree(
+        report.verdicts_of(ref_nb), report.verdicts_of(new_nb),
+        set(record.get("notebooks", {}).get(nb_id, {}).get("summary", {}).get("fragile_checks", ())), details)
     _compare_figures(result, nb_id, figures, record, details)
     result.seconds = report.seconds_of(new_nb)
     result.details = tuple(details)
     return result
+
+
+def _verdicts_agree(old, new, fragile: set[str], details: list) -> tuple[bool, int]:
+    """Whether two notebooks' verdicts agree: the same claims and checks, each check's pass/fail
+    equal unless it is a recorded fragile check (those are counted); the verdict line may then
+    differ only as the fragile checks make it."""
+    if [(v.claim, v.profile, v.n_checks, tuple(c.name for c in v.checks)) for v in old] != \
+            [(v.claim, v.profile, v.n_checks, tuple(c.name for c in v.checks)) for v in new]:
+        details.append("verdicts: other claims or checks than the record's")
+        return False, 0
+    flips, agree = 0, True
+    for a, b in zip(old, new):
+        for ca, cb in zip(a.checks, b.checks):
+            if ca.passed != cb.passed:
+                if ca.name in fragile:
+                    flips += 1
+                else:
+                    agree = False
+                    details.append(f"{a.claim}: check {ca.name!r} {'pass' if ca.passed else 'FAIL'} -> "
+                                   f"{'pass' if cb.passed else 'FAIL'} (not a recorded fragile check)")
+    return agree, flips
 
 
 def _verdict_key(v):
@@ -372,7 +395,8 @@ def verify_table(results: Sequence[NotebookCheck], profile: str) -> str:
         worst = f"{r.outside} ({r.worst_excess:.2f}x allowed)" if r.numbers else "-"
         rows.append((r.notebook, f"{r.numbers - r.outside} of {r.numbers}", worst,
                      "equal" if not r.text_differences else f"{r.text_differences} differ",
-                     "yes" if r.verdicts_equal else "NO",
+                     ("yes" if not r.fragile_flips else f"yes ({r.fragile_flips} fragile check(s) flipped)")
+                     if r.verdicts_equal else "NO",
                      f"{r.figures_equal} of {r.figures}" if profile == "quick" else "-", f"{r.seconds:.0f}"))
     lines = [_table(rows)]
     for r in results:

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
 
-from dlgn_lib import locations, numerics, reproduce, verify  # noqa: E402
+from dlgn_lib import locations, numerics, report, reproduce, verify  # noqa: E402
 from dlgn_lib.plots import save_figure  # noqa: E402
 
 REPO = locations.REPO_ROOT
@@ -143,5 +143,10 @@ def test_verify_catches_a_planted_number_and_a_flipped_check(tmp_path):
 
     flipped = verify.compare_quick("01", committed, copy_with(lambda t: t.replace("[pass]", "[FAIL]", 1)), figures, record)
     assert not flipped.ok and flipped.text_differences == 1 and not flipped.verdicts_equal
+    name = next(c.name for v in report.verdicts_of(nbformat.read(committed, as_version=4)) for c in v.checks)
+    fragile_record = {"notebooks": {"01": {"summary": {"fragile_checks": [name]}}}}
+    known = verify.compare_quick("01", committed, copy_with(lambda t: t.replace("[pass]", "[FAIL]", 1)), figures,
+                                 fragile_record)
+    assert known.verdicts_equal and known.fragile_flips == 1, "a recorded fragile check may flip"
     table = verify.verify_table([same, planted, flipped], "quick")
     assert "verify (quick): 1 of 3 notebooks agree" in table
