@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import sys
@@ -218,15 +219,72 @@ def _run_notebook_task(notebook: Path, output_dir: Path, profile: str, kernel_na
     return run_notebook(notebook, output_dir, profile, kernel_name)
 
 
+#: Seconds between the runner's "still running" lines (``DLGN_HEARTBEAT_S``).
+HEARTBEAT_S = float(os.environ.get("DLGN_HEARTBEAT_S", "30"))
+
+
+def expected_seconds(notebooks: Sequence[Path], profile: str) -> dict[str, float]:
+    """Each notebook's last measured run time: the committed outputs' cell timings (quick) or
+    ``docs/full_results.json`` (full); notebooks without one are left out."""
+    from dlgn_lib import report
+    out = {}
+    if profile == "full":
+        record = report.FULL_RECORD
+        entries = json.loads(record.read_text())["notebooks"] if record.exists() else {}
+        for nb in notebooks:
+            if notebook_id(nb) in entries:
+                out[nb.name] = float(entries[notebook_id(nb)]["seconds"])
+        return out
+    for nb in notebooks:
+        committed = REPO_ROOT / "notebooks" / nb.name
+        if committed.exists():
+            seconds = report.seconds_of(nbformat.read(committed, as_version=4))
+            if seconds:
+                out[nb.name] = seconds
+    return out
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def progress_line(running: dict[str, float], done: set[str], total: int, elapsed: float,
+                  expected: dict[str, float], workers: int) -> str:
+    """One "still running" line: each running notebook's time so far (and its last measured
+    time), the count done, and an estimate of what is left (remaining measured time / workers)."""
+    now = time.perf_counter()
+    parts = [f"{name} {_minutes(now - start)}" + (f" of ~{_minutes(expected[name])}" if name in expected else "")
+             for name, start in sorted(running.items())]
+    left = sum(max(expected.get(name, 0.0) - (now - start), 0.0) for name, start in running.items())
+    left += sum(v for k, v in expected.items() if k not in running and k not in done)
+    estimate = f", about {_minutes(left / max(workers, 1))} left by the last measured times" if expected else ""
+    return (f"  ... {len(done)} of {total} done after {_minutes(elapsed)}{estimate}; "
+            f"running: {', '.join(parts) or 'none'}")
+
+
 def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile: str, kernel_name: str,
                    progress: Callable[[str], None] | None) -> list[Result]:
-    """Submit one task per notebook, report them as they start and finish; results in series order."""
+    """Submit one task per notebook, report them as they start and finish (and every
+    ``HEARTBEAT_S`` seconds, what is running and about how long is left); results in series order."""
     topic = f"dlgn-series-{uuid.uuid4().hex}"   # one per call: runs sharing a cluster do not mix
+    running: dict[str, float] = {}
+    done: set[str] = set()
+    stop = threading.Event()
     if progress:
         def started(event):
             _, message = event
+            running[message["notebook"]] = time.perf_counter()
             progress(f"running {message['notebook']} (profile {profile}) on {message['worker']} ...")
         client.subscribe_topic(topic, started)
+        expected = expected_seconds(notebooks, profile)
+        workers = max(len(client.scheduler_info().get("workers", {})), 1)
+        begun = time.perf_counter()
+
+        def heartbeat():
+            while not stop.wait(HEARTBEAT_S):
+                progress(progress_line(dict(running), set(done), len(notebooks), time.perf_counter() - begun,
+                                       expected, workers))
+        threading.Thread(target=heartbeat, daemon=True).start()
     submitted = time.perf_counter()
     futures = {
         client.submit(run_notebook_task, notebook, output_dir, profile, kernel_name, topic if progress else None,
@@ -243,6 +301,8 @@ def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile:
                 result = Result(notebook.name, type(exc).__name__, str(exc), time.perf_counter() - submitted, (),
                                 output_dir / notebook.name)
             results[notebook] = result
+            running.pop(notebook.name, None)
+            done.add(notebook.name)
             if progress:
                 progress(f"  {notebook.name}: {result.status} in {result.seconds:.1f} s")
     except KeyboardInterrupt:   # Ctrl-C: stop the rest, say what finished
@@ -253,6 +313,7 @@ def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile:
         client.cancel(list(futures))
         raise
     finally:
+        stop.set()
         if progress:
             client.unsubscribe_topic(topic)
     return [results[notebook] for notebook in notebooks]

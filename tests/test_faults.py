@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -229,13 +230,14 @@ def test_ctrl_c_during_a_series_run_prints_what_finished_and_exits_130(tmp_path)
     child = subprocess.Popen([sys.executable, "-m", "dlgn_lib.series", "run", "--notebooks", str(folder),
                               "--workers", "2", "--output", str(tmp_path / "out")], cwd=REPO,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "DLGN_BUILD_DIR": str(tmp_path / "build")})
+                             env={**os.environ, "DLGN_BUILD_DIR": str(tmp_path / "build"), "DLGN_HEARTBEAT_S": "1"})
     deadline = time.time() + 120
     seen = ""
-    while "01_fast.ipynb: ok" not in seen and time.time() < deadline:
+    while "running: 02_slow.ipynb" not in seen.split("01_fast.ipynb: ok")[-1] and time.time() < deadline:
         seen += child.stdout.readline()
     assert "01_fast.ipynb: ok" in seen
-    time.sleep(2)
+    # progress you can see: what runs, for how long, how many are done
+    assert re.search(r"\.\.\. 1 of 2 done after \d+ s; running: 02_slow\.ipynb \d+ s", seen), seen
     child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=120)
     assert child.returncode == 130

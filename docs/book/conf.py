@@ -14,7 +14,7 @@ one source folder, then runs ``sphinx-build`` on it.
 """
 project = "Half-Space Feature Learning in Neural Networks: the executed series"
 author = "dlgn-halfspace"
-copyright = "2024, the paper's authors (Yadav, Ramaswamy, Lakshminarayanan)"
+copyright = "2026, the dlgn-halfspace authors (MIT licence); the paper: Yadav, Ramaswamy, Lakshminarayanan, 2024"
 
 # MathJax is copied into the book (sphinx-mathjax-offline) instead of loaded from a CDN, so the
 # formulas render with no network, like everything else in it.
