@@ -259,7 +259,10 @@ def times_table(data: dict[str, Measured], live: bool = False) -> str:
     return "\n".join(rows)
 
 
-def results_block(m: Measured) -> str:
+def results_block(m: Measured, spread: dict | None = None) -> str:
+    """A notebook's results block; a quick check whose pass/fail changed across the CPU code paths of
+    the spread record is marked fragile, with how many code paths passed it."""
+    outcomes = (spread or {}).get("notebooks", {}).get(m.notebook, {}).get("checks", {})
     lines = []
     for profile, verdicts in (("quick", m.quick), ("full", m.full)):
         if verdicts is None:
@@ -271,12 +274,17 @@ def results_block(m: Measured) -> str:
         lines.append(f"**`{profile}`** ran in {_seconds(seconds)}{how}.")
         for v in verdicts:
             lines += ["", f"{v.claim}: {v.short()}", "", "| check | value | threshold | |", "|---|---|---|---|"]
-            lines += [f"| {_escape(c.name)} | {c.value} | {c.op} {c.threshold} | {'pass' if c.passed else 'FAIL'} |"
-                      for c in v.checks]
+            lines += [f"| {_escape(c.name)} | {c.value} | {c.op} {c.threshold} | {'pass' if c.passed else 'FAIL'}"
+                      f"{_fragile(outcomes.get(c.name, {})) if profile == 'quick' else ''} |" for c in v.checks]
         if not verdicts:
             lines.append("No verdict in this notebook.")
         lines.append("")
     return "\n".join(lines).rstrip()
+
+
+def _fragile(outcomes: dict) -> str:
+    passed = sum(outcomes.values())
+    return f" (fragile: passes under {passed} of {len(outcomes)} CPU code paths)" if 0 < passed < len(outcomes) else ""
 
 
 def _replace_block(text: str, name: str, body: str, where: str) -> str:
@@ -352,7 +360,7 @@ def generated(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -
                                        str(COURSE_GUIDE))
     for nb_id, path in _notebooks(notebooks_dir).items():
         source = _results_cell(nbformat.read(path, as_version=4)).source
-        out[path] = _replace_block(source, "results", results_block(data[nb_id]), str(path))
+        out[path] = _replace_block(source, "results", results_block(data[nb_id], spread), str(path))
     return out
 
 

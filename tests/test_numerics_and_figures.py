@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -113,6 +114,13 @@ def test_figure_rms_against_a_direct_computation(tmp_path):
     y = (imread(b)[..., :3] * 255).round()
     assert reproduce.figure_rms(a, b) == pytest.approx(float(np.sqrt(((x - y) ** 2).mean())))
     assert reproduce.figure_rms(a, a) == 0.0
+    fig = _figure(1.0)
+    fig.set_size_inches(2.02, 2)            # 1 % wider: compared on the common area
+    fig.savefig(tmp_path / "c.png")
+    assert math.isfinite(reproduce.figure_rms(a, tmp_path / "c.png"))
+    fig.set_size_inches(3, 2)               # 50 % wider: not the same figure
+    fig.savefig(tmp_path / "d.png")
+    assert reproduce.figure_rms(a, tmp_path / "d.png") == math.inf
     plt.close("all")
 
 

@@ -53,6 +53,13 @@ def test_a_number_that_never_moved_gets_one_unit_and_an_integer_none():
     assert not reproduce.compare_text("residual 0", "residual 2.2e-16", reproduce.Tolerance((1.1e-16,))).differences
 
 
+def test_a_table_whose_columns_shift_with_a_number_width_keeps_its_words():
+    ref = "seed      100      101\nR2      0.865   -0.945"
+    new = "seed      100       101\nR2      0.865    0.950"     # pandas realigns for the wider number
+    assert reproduce.split(ref)[0] == reproduce.split(new)[0]
+    assert [d.kind for d in reproduce.compare_text(ref, new, reproduce.Tolerance((0, 0, 0, 2.0))).differences] == []
+
+
 def test_a_flipped_check_or_verdict_is_a_text_difference():
     ref = "  [pass] M2 ratio = 0.808  (threshold: < 1)\nVERDICT C5 [quick]: SUPPORTED (1 of 1 checks pass)"
     flipped = "  [FAIL] M2 ratio = 1.01  (threshold: < 1)\nVERDICT C5 [quick]: NOT SUPPORTED (0 of 1 checks pass)"
