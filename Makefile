@@ -65,7 +65,7 @@ figures: check-profile venv data
 # their measured tolerance. Figures go to build/test-figures, so that figures/ is never touched.
 # pytest's "no tests collected" (exit 5) counts as a failure.
 # Another CPU code path for the notebooks alone, e.g. (as .ci/run does):
-#   DLGN_NUMERICS=native ATEN_CPU_CAPABILITY=avx2 make test-notebooks
+#   DLGN_NUMERICS=native make test-notebooks
 test: test-library test-notebooks
 
 test-library: venv data

@@ -283,6 +283,7 @@ def results_block(m: Measured, spread: dict | None = None) -> str:
 
 
 def _fragile(outcomes: dict) -> str:
+    outcomes = {k: v for k, v in outcomes.items() if k != "committed"}   # code paths only
     passed = sum(outcomes.values())
     return f" (fragile: passes under {passed} of {len(outcomes)} CPU code paths)" if 0 < passed < len(outcomes) else ""
 
@@ -312,13 +313,15 @@ def spread_table(spread: dict) -> str:
     if not spread.get("notebooks"):
         return "No spread record yet (`make spread`)."
     rows = ["| notebook | numbers compared | moved across code paths | largest relative spread | "
-            "checks whose pass/fail changed | figures: largest RMS |", "|---|---|---|---|---|---|"]
+            "checks whose pass/fail changed | figures: largest RMS | stopped with an error under |",
+            "|---|---|---|---|---|---|---|"]
     for nb_id, entry in spread["notebooks"].items():
         s = entry["summary"]
         rms = [v for fig in entry["figures"].values() for v in fig.values()]
         fragile = "; ".join(_escape(name) for name in s["fragile_checks"]) or "none"
         rows.append(f"| {nb_id} | {s['numbers']} | {s['numbers_that_moved']} | {s['largest_relative_spread']:.3g} | "
-                    f"{fragile} | {max(rms, default=0):.2f} |")
+                    f"{fragile} | {max(rms, default=0):.2f} | "
+                    f"{'; '.join(f'{k} ({_escape(v)})' for k, v in entry.get('failed', {}).items()) or 'none'} |")
     m = spread["machine"]
     rows += ["", f"Measured with `make spread` at {spread['code_version']} on {m['cpu']} "
                  f"({', '.join(m['cpu_features'])}; {m['cores']} cores; torch {m['torch']}, numpy {m['numpy']}), "

@@ -45,8 +45,9 @@ VARIANTS: dict[str, dict[str, str]] = {
     "native, ATEN_CPU_CAPABILITY=avx2": {"DLGN_NUMERICS": "native", "ATEN_CPU_CAPABILITY": "avx2"},
     "native, ATEN_CPU_CAPABILITY=default": {"DLGN_NUMERICS": "native", "ATEN_CPU_CAPABILITY": "default"},
 }
-#: The code path ``.ci/run`` runs nbval under: not the one that made the committed outputs.
-CI_VARIANT = "native, ATEN_CPU_CAPABILITY=avx2"
+#: The code path ``.ci/run`` runs nbval under: not the one that made the committed outputs (ATen's
+#: AVX-512 or AVX2 kernels and MKL's own branch, whichever the CPU has).
+CI_VARIANT = "native"
 
 def slug(variant: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in variant.lower()).strip("-").replace("--", "-")
@@ -141,19 +142,26 @@ def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = 
     for nb_id, path in committed.items():
         keep = _compared_cells(nbformat.read(path, as_version=4))
         variants = {"committed": compared_outputs(path, keep, patterns)}
+        failed = {}
         for name, folder in variant_dirs.items():
             copy = folder / "notebooks" / path.name
-            if copy.exists():
+            if not copy.exists():
+                failed[name] = "not executed"
+            elif (error := _error_of(copy)) is not None:
+                failed[name] = error   # a notebook that stopped with an error measures no spread
+            else:
                 variants[name] = compared_outputs(copy, keep, patterns)
         entries = reproduce.spread_entries(variants)
         checks = _check_outcomes({"committed": path, **{name: folder / "notebooks" / path.name
-                                                        for name, folder in variant_dirs.items()}})
+                                                        for name, folder in variant_dirs.items() if name not in failed}})
         figures = {}
         for png in sorted(figures_dir.glob(f"{nb_id}_*.png")):
             rms = {name: reproduce.figure_rms(png, folder / "figures" / png.name)
-                   for name, folder in variant_dirs.items() if (folder / "figures" / png.name).exists()}
+                   for name, folder in variant_dirs.items()
+                   if name not in failed and (folder / "figures" / png.name).exists()}
             figures[png.name] = {k: round(v, 3) for k, v in rms.items()}
         notebooks[nb_id] = {"notebook": path.name, "variants": [n for n in variants if n != "committed"],
+                            "failed": failed,
                             "summary": {**reproduce.summarise(entries, "committed"),
                                         "fragile_checks": sorted(n for n, o in checks.items()
                                                                  if 0 < sum(o.values()) < len(o))},
@@ -163,6 +171,15 @@ def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = 
             "machine": machine(), "code_version": code_version(),
             "variants": {name: VARIANTS.get(name, {}) for name in variant_dirs},
             "tolerance_factor": reproduce.TOLERANCE_FACTOR, "notebooks": notebooks}
+
+
+def _error_of(path: Path) -> str | None:
+    """The first error a notebook's executed copy stopped with (``ename: evalue``), else None."""
+    for cell in nbformat.read(path, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                return f"{output.get('ename')}: {output.get('evalue')}"[:300]
+    return None
 
 
 def _check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool]]:
@@ -214,12 +231,13 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
 def spread_table(data: Mapping) -> str:
     """Per notebook: numbers, how many moved, the largest relative spread, fragile outputs, checks changed."""
     rows = [("notebook", "numbers", "moved", "largest relative spread", "outputs whose words changed",
-             "fragile checks", "figure RMS max")]
+             "fragile checks", "figure RMS max", "failed under")]
     for nb_id, entry in data["notebooks"].items():
         s = entry["summary"]
         rms = [v for fig in entry["figures"].values() for v in fig.values()]
         rows.append((nb_id, str(s["numbers"]), str(s["numbers_that_moved"]), f"{s['largest_relative_spread']:.3g}",
-                     str(s["fragile_outputs"]), str(len(s["fragile_checks"])), f"{max(rms, default=0):.2f}"))
+                     str(s["fragile_outputs"]), str(len(s["fragile_checks"])), f"{max(rms, default=0):.2f}",
+                     "; ".join(entry.get("failed", {})) or "-"))
     return _table(rows)
 
 
