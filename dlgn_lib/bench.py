@@ -34,7 +34,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import fused, kernels, locations, losses, models, train
+from . import fused, kernels, locations, losses, models, numerics, train
 from .config import DataSpec, ModelSpec, RunConfig
 
 
@@ -251,9 +251,7 @@ def numerics_times(mode: str, device: torch.device, repeats: int) -> dict[str, l
     out: dict[str, list[tuple[float, ...]]] = {"pinned": [], "native": []}
     for _ in range(repeats):
         for path in out:
-            env = {k: v for k, v in os.environ.items() if k not in ("DLGN_NUMERICS", "ATEN_CPU_CAPABILITY",
-                                                                    "MKL_CBWR", "NPY_DISABLE_CPU_FEATURES",
-                                                                    "ONEDNN_MAX_CPU_ISA")}
+            env = {k: v for k, v in os.environ.items() if k not in (*numerics.PINNED, "DLGN_NUMERICS")}
             env.update({"DLGN_NUMERICS": path, "DLGN_COMPILE": "0"})
             done = subprocess.run([sys.executable, "-c", script], cwd=locations.REPO_ROOT, capture_output=True,
                                   text=True, check=True, env=env)

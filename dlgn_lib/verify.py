@@ -81,12 +81,16 @@ def code_version() -> str:
 
 # --- running the series under a code path ------------------------------------------------------
 
-def run_series_under(variant_env: Mapping[str, str], out: Path, profile: str, only: Sequence[str] | None,
+def run_series_under(variant_env: Mapping[str, str] | None, out: Path, profile: str, only: Sequence[str] | None,
                      workers: int | None = None, fresh_cache: bool = True) -> int:
-    """Execute the series in a child process with ``variant_env`` set; notebooks, figures and (when
-    ``fresh_cache``) the run cache all go under ``out``. Returns the child's exit status."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DLGN_NUMERICS", *reproduce_variables())}
-    env.update(variant_env)
+    """Execute the series in a child process with ``variant_env`` set (None: this process's code
+    path as it is); notebooks, figures and (when ``fresh_cache``) the run cache all go under
+    ``out``. Returns the child's exit status."""
+    env = dict(os.environ)
+    if variant_env is not None:
+        # the pin this process applied to itself must not leak into a variant: the child pins anew
+        env = {k: v for k, v in env.items() if k not in reproduce_variables()}
+        env.update(variant_env)
     env["DLGN_FIGURES_DIR"] = str(out / "figures")
     if fresh_cache:
         env["DLGN_RUNS_DIR"] = str(out / "runs")
@@ -99,8 +103,9 @@ def run_series_under(variant_env: Mapping[str, str], out: Path, profile: str, on
 
 
 def reproduce_variables() -> set[str]:
-    """Every variable a variant sets (cleared before a variant's own are applied)."""
-    return {name for env in VARIANTS.values() for name in env}
+    """Every variable a variant or the pin sets (cleared before a variant's own are applied)."""
+    from dlgn_lib import numerics
+    return {name for env in VARIANTS.values() for name in env} | set(numerics.PINNED) | {"DLGN_NUMERICS"}
 
 
 # --- the spread record -------------------------------------------------------------------------
@@ -280,10 +285,8 @@ def compare_quick(nb_id: str, committed: Path, executed: Path, figures: Path, re
         result.ran = False
         return result
     ref_nb, new_nb = nbformat.read(committed, as_version=4), nbformat.read(executed, as_version=4)
-    keep = _compared_cells(ref_nb)
-    patterns = reproduce.sanitize_patterns()
-    ref = {c: g for c, g in reproduce.cell_outputs(ref_nb, patterns).items() if c in keep}
-    new = {c: g for c, g in reproduce.cell_outputs(new_nb, patterns).items() if c in keep}
+    keep, patterns = _compared_cells(ref_nb), reproduce.sanitize_patterns()
+    ref, new = compared_outputs(committed, keep, patterns), compared_outputs(executed, keep, patterns)
     details = []
     for cid in ref:
         for comparison in reproduce.compare_groups(ref[cid], new.get(cid, {}), record, nb_id, cid):
@@ -388,8 +391,7 @@ def verify(profile: str = "quick", only: Sequence[str] | None = None, out: Path 
         if unknown:
             raise ValueError(f"--only: unknown notebook id(s) {', '.join(unknown)}; available: {', '.join(committed)}")
     if run:
-        run_series_under({k: v for k, v in os.environ.items() if k in reproduce_variables() | {"DLGN_NUMERICS"}},
-                         out, profile, only, workers, fresh_cache=False)
+        run_series_under(None, out, profile, only, workers, fresh_cache=False)
     record = reproduce.load_record()
     full_record = json.loads((locations.REPO_ROOT / "docs" / "full_results.json").read_text()) if profile == "full" else {}
     results = []
