@@ -33,8 +33,12 @@ WORKERS ?=
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.dlgn-installed.stamp
-BUILD_DIR := $(or $(DLGN_BUILD_DIR),build)
-RUNS_DIR := $(or $(DLGN_RUNS_DIR),$(or $(DLGN_DATA_DIR),data)/runs)
+# Absolute paths: a notebook's kernel runs in notebooks/, where a relative folder would name
+# another place than the one make means (and a location variable given relative is made absolute
+# for every command below).
+BUILD_DIR := $(abspath $(or $(DLGN_BUILD_DIR),build))
+RUNS_DIR := $(abspath $(or $(DLGN_RUNS_DIR),$(or $(DLGN_DATA_DIR),data)/runs))
+$(foreach v,DLGN_DATA_DIR DLGN_RUNS_DIR DLGN_FIGURES_DIR DLGN_BUILD_DIR,$(if $($(v)),$(eval export $(v) := $(abspath $($(v))))))
 
 .PHONY: venv data figures test test-library test-notebooks verify spread lab bench report student book lock clean check-profile
 

@@ -71,8 +71,10 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
     The PNG decides: when the saved PNG has the same pixels, or differs by no more than the RMS
     the figure showed across CPU code paths (``docs/spread.json``, reconstruction §7), every format
     is left as it is, so re-running a notebook leaves a checkout clean. ``figure_id`` starts with
-    the notebook id, e.g. "05_arcs". Prints what it did, with paths relative to the repository
-    (returns nothing, so a notebook cell ending in it shows no path objects).
+    the notebook id, e.g. "05_arcs". Prints ``saved <paths>`` (relative to the repository) once the
+    files hold this figure, the same line whether they were written now or already showed it, so
+    that a notebook's printed output does not depend on what the folder held before the run; it
+    returns nothing, so a notebook cell ending in it shows no path objects.
 
     Raises:
         FigureWriteError: a file could not be written; its temporary file is removed and the
@@ -102,7 +104,7 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
                 record, notebook, paths["png"].name)
         if same:
             if verbose:
-                print("unchanged " + ", ".join(locations.display_path(p) for p in paths.values()))
+                _print_saved(paths)
             return
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -121,7 +123,11 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
                 f"{exc.strerror or exc}; {free:,} bytes free on that disk. The figure saved before "
                 f"(if any) is kept; free some space or set DLGN_FIGURES_DIR to another folder") from None
     if verbose:
-        print("saved " + ", ".join(locations.display_path(p) for p in paths.values()))
+        _print_saved(paths)
+
+
+def _print_saved(paths) -> None:
+    print("saved " + ", ".join(locations.display_path(p) for p in paths.values()))
 
 
 def _free_bytes(folder) -> int:
