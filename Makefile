@@ -10,8 +10,9 @@
 #                                 tolerances of docs/spread.json)
 #   make verify [PROFILE=full]    re-run the series into build/verify and compare every verdict,
 #                                 number and figure with the record (notebooks/, figures/ untouched)
-#   make spread                   run the quick series under several CPU code paths and write
-#                                 docs/spread.json, the source of the tolerances
+#   make spread [ADD=1]           run the quick series under several CPU code paths and write
+#                                 docs/spread.json, the source of the tolerances (ADD=1: add this
+#                                 machine's code paths to the record, e.g. on a second CPU)
 #   make lab                      JupyterLab on 127.0.0.1, serving notebooks/ (no solutions there)
 #   make student                  the student edition: build/student/ (outputs cleared, no solutions)
 #   make book                     the rendered book of the committed notebooks: build/book/index.html
@@ -86,7 +87,7 @@ verify: check-profile venv data
 	$(PY) -m dlgn_lib.series verify --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
 
 spread: venv data
-	$(PY) -m dlgn_lib.series spread $(if $(WORKERS),--workers $(WORKERS))
+	$(PY) -m dlgn_lib.series spread $(if $(WORKERS),--workers $(WORKERS)) $(if $(ADD),--add --variants pinned native)
 
 # As root (containers, CI machines) JupyterLab refuses to start without --allow-root.
 lab: venv

@@ -322,10 +322,14 @@ def spread_table(spread: dict) -> str:
         rows.append(f"| {nb_id} | {s['numbers']} | {s['numbers_that_moved']} | {s['largest_relative_spread']:.3g} | "
                     f"{fragile} | {max(rms, default=0):.2f} | "
                     f"{'; '.join(f'{k} ({_escape(v)})' for k, v in entry.get('failed', {}).items()) or 'none'} |")
-    m = spread["machine"]
-    rows += ["", f"Measured with `make spread` at {spread['code_version']} on {m['cpu']} "
-                 f"({', '.join(m['cpu_features'])}; {m['cores']} cores; torch {m['torch']}, numpy {m['numpy']}), "
-                 f"code paths: {', '.join(spread['variants'])}; relative spread = range / |committed value|."]
+    machines = spread.get("machines") or [spread["machine"]]
+    described = "; ".join(
+        f"{m.get('label', m['cpu'])} ({', '.join(m['cpu_features'])}; {m['cores']} cores; OpenBLAS core type "
+        f"{m.get('openblas_coretype', 'not recorded')}; torch {m['torch']}, numpy {m['numpy']})" for m in machines)
+    rows += ["", f"Measured with `make spread` (and `make spread ADD=1` on each further machine) at "
+                 f"{spread['code_version']} on {len(machines)} machine(s): {described}. Code paths: "
+                 + "; ".join(f"`{name}`" for name in spread["variants"])
+                 + "; relative spread = range / |committed value|."]
     return "\n".join(rows)
 
 

@@ -472,6 +472,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     spread.add_argument("--variants", nargs="+", metavar="NAME", help="code paths (default: all of dlgn_lib.verify.VARIANTS)")
     spread.add_argument("--reuse", action="store_true", help="keep a code path's executed copies when complete")
     spread.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes per run")
+    spread.add_argument("--add", action="store_true",
+                        help="add this machine's code paths to the record instead of replacing it "
+                             "(run on a second CPU: the tolerances then cover it too)")
     verify = commands.add_parser("verify", help="re-run into build/verify and compare with the record")
     verify.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default: quick)")
     verify.add_argument("--only", nargs="+", metavar="ID", help="notebook ids (default: all)")
@@ -518,7 +521,7 @@ def _verify_main(parser, args) -> int:
     from dlgn_lib import verify
     try:
         if args.command == "spread":
-            data = verify.spread(args.variants, args.only, args.reuse, workers=args.workers)
+            data = verify.spread(args.variants, args.only, args.reuse, workers=args.workers, add=args.add)
             print(verify.spread_table(data))
             print(f"wrote {display_path(verify.reproduce.SPREAD_RECORD)}")
             return 0

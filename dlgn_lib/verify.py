@@ -57,18 +57,34 @@ def machine() -> dict:
     """What made a record: CPU model and features, the code path, library versions."""
     model = "unknown"
     flags = set()
+    ids = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name") and model == "unknown":
                 model = line.split(":", 1)[1].strip()
             if line.startswith("flags") and not flags:
                 flags = set(line.split(":", 1)[1].split())
+            name = line.split(":", 1)[0].strip()
+            if name in ("cpu family", "model", "stepping") and name not in ids:
+                ids[name] = line.split(":", 1)[1].strip()
     except OSError:
         pass
     from dlgn_lib import numerics
-    return {"cpu": model, "cpu_features": sorted(flags & {"avx2", "fma", "avx512f", "avx512_bf16", "amx_tile"}),
+    return {"cpu": model, "cpu_family_model_stepping": "/".join(ids.get(k, "?") for k in ("cpu family", "model", "stepping")),
+            "cpu_features": sorted(flags & {"avx2", "fma", "avx512f", "avx512_bf16", "amx_tile"}),
+            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "(auto)"),
             "cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
             **numerics.status()}
+
+
+def machine_label(info: Mapping | None = None) -> str:
+    """A short name of a machine for the record's variant names: CPU model, family/model/stepping."""
+    info = info or machine()
+    fms = info.get("cpu_family_model_stepping")
+    if not fms:
+        return f"{info['cpu']} (family/model not recorded)"
+    family, model, stepping = fms.split("/")
+    return f"{info['cpu']} family {family} model {model} stepping {stepping}"
 
 
 def code_version() -> str:
@@ -178,6 +194,68 @@ def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = 
             "tolerance_factor": reproduce.TOLERANCE_FACTOR, "notebooks": notebooks}
 
 
+def merge_records(old: Mapping, new: Mapping) -> dict:
+    """One spread record from two: every code path of both, each output's ranges over all of them.
+
+    Both records measure against the same committed notebooks (their "committed" values must
+    agree: a record of other committed outputs cannot be merged). Per output, ``values`` gains the
+    new code paths; a number's range becomes the larger of the two records' ranges and the range
+    over the union of values of the code paths that printed the output's committed words; skeletons
+    and changed words are united. Checks' outcomes, figure RMS and failures are united, and the
+    summary is computed again. The record's ``machines`` lists every machine that contributed.
+    """
+    merged = {k: v for k, v in old.items() if k != "notebooks"}
+    merged["machines"] = [*old.get("machines", [{"label": machine_label(old["machine"]), **old["machine"]}]
+                                  if old.get("machine") else []),
+                          {"label": machine_label(new["machine"]), **new["machine"]}]
+    merged["variants"] = {**old.get("variants", {}), **new.get("variants", {})}
+    merged["code_version"] = new.get("code_version", old.get("code_version"))
+    notebooks = {}
+    for nb_id in dict.fromkeys([*old.get("notebooks", {}), *new.get("notebooks", {})]):
+        a, b = old.get("notebooks", {}).get(nb_id), new.get("notebooks", {}).get(nb_id)
+        if a is None or b is None:
+            notebooks[nb_id] = a or b
+            continue
+        outputs = {}
+        for key in dict.fromkeys([*a["outputs"], *b["outputs"]]):
+            outputs[key] = _merge_output(a["outputs"].get(key), b["outputs"].get(key), f"{nb_id} {key}")
+        checks = {name: {**a["checks"].get(name, {}), **b["checks"].get(name, {})}
+                  for name in dict.fromkeys([*a["checks"], *b["checks"]])}
+        figures = {name: {**a["figures"].get(name, {}), **b["figures"].get(name, {})}
+                   for name in dict.fromkeys([*a["figures"], *b["figures"]])}
+        notebooks[nb_id] = {
+            "notebook": a["notebook"], "variants": [*a["variants"], *b["variants"]],
+            "failed": {**a.get("failed", {}), **b.get("failed", {})},
+            "summary": {**reproduce.summarise(outputs, "committed"),
+                        "fragile_checks": sorted(n for n, o in checks.items() if 0 < sum(o.values()) < len(o))},
+            "checks": checks, "figures": figures, "outputs": outputs}
+    merged["notebooks"] = notebooks
+    return merged
+
+
+def _merge_output(a: Mapping | None, b: Mapping | None, where: str) -> dict:
+    if a is None or b is None:
+        return dict(a or b)
+    if a["values"].get("committed") != b["values"].get("committed"):
+        raise ValueError(f"{where}: the two records measured other committed outputs "
+                         f"({a['values'].get('committed')} against {b['values'].get('committed')}); re-measure instead")
+    values = {**a["values"], **b["values"]}
+    skeletons = list(dict.fromkeys([*a.get("skeletons", ()), *b.get("skeletons", ())]))
+    ranges = []
+    for i in range(max(len(a["ranges"]), len(b["ranges"]))):
+        larger = max(a["ranges"][i] if i < len(a["ranges"]) else 0.0, b["ranges"][i] if i < len(b["ranges"]) else 0.0)
+        if not skeletons:   # every code path printed the committed words: the range over all of them
+            finite = [x for x in (reproduce.Number(v[i]).value for v in values.values() if i < len(v)) if math.isfinite(x)]
+            larger = max(larger, max(finite) - min(finite) if finite else 0.0)
+        ranges.append(larger)   # words changed somewhere: which values share the committed words is not
+                                # recorded, so the larger of the two records' ranges
+    entry = {"ranges": ranges, "values": values}
+    if skeletons:
+        entry["skeletons"] = skeletons
+        entry["changed_words"] = list(dict.fromkeys([*a.get("changed_words", ()), *b.get("changed_words", ())]))
+    return entry
+
+
 def _error_of(path: Path) -> str | None:
     """The first error a notebook's executed copy stopped with (``ename: evalue``), else None."""
     for cell in nbformat.read(path, as_version=4).cells:
@@ -201,8 +279,14 @@ def _check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool]]:
 
 
 def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = None, reuse: bool = False,
-           out_root: Path | None = None, record: Path | None = None, workers: int | None = None) -> dict:
-    """Run the series under each code path (reusing finished ones with ``reuse``) and write the record."""
+           out_root: Path | None = None, record: Path | None = None, workers: int | None = None,
+           add: bool = False) -> dict:
+    """Run the series under each code path (reusing finished ones with ``reuse``) and write the record.
+
+    With ``add`` the record is not replaced: this machine's code paths join the ones already in it
+    (:func:`merge_records`), named ``<code path> @ <machine>``, so that the tolerances cover what
+    another physical CPU computes as well as the code paths one machine can stand in for.
+    """
     names = list(variants or VARIANTS)
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
@@ -225,8 +309,13 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
         if status == 130:   # Ctrl-C reached the child too: stop here, the record is not rewritten
             raise KeyboardInterrupt(f"code path {name!r} interrupted; rerun with --reuse to keep the finished ones")
         print(f"[{i}/{len(names)}] {name}: exit {status} after {time.perf_counter() - start:.0f} s", flush=True)
-    data = build_record(dirs)
     record = Path(record or reproduce.SPREAD_RECORD)
+    if add:
+        label = machine_label()
+        data = merge_records(reproduce.load_record(record),
+                             build_record({f"{name} @ {label}": folder for name, folder in dirs.items()}))
+    else:
+        data = build_record(dirs)
     tmp = record.with_name(f".{record.name}.tmp{os.getpid()}")
     tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     os.replace(tmp, record)

@@ -159,3 +159,54 @@ def test_nbval_plugin_on_a_real_kernel(tmp_path, stored, passes):
     assert (result.returncode == 0) == passes, result.stdout[-2000:]
     if not passes:
         assert "0.333" in result.stdout or "[FAIL]" in result.stdout
+
+
+def _record(variants: dict, label: str) -> dict:
+    """A one-notebook spread record of ``variants`` (name -> one cell's text), as build_record makes it."""
+    entries = reproduce.spread_entries({name: {"c": {"stdout": [text]}} for name, text in variants.items()})
+    checks = {"k": {name: "[pass]" in text for name, text in variants.items()}}
+    return {"machine": {"cpu": label, "cpu_family_model_stepping": "1/2/3"},
+            "variants": {n: {} for n in variants if n != "committed"},
+            "notebooks": {"07": {"notebook": "07_x.ipynb", "variants": [n for n in variants if n != "committed"],
+                                 "failed": {}, "checks": checks, "figures": {"07_a.png": {}},
+                                 "summary": {}, "outputs": entries}}}
+
+
+def test_merging_a_second_machine_equals_measuring_every_code_path_at_once():
+    """verify.merge_records against a second method: one spread over all code paths together."""
+    from dlgn_lib import verify
+    committed = "count 18 of 32, score 0.594 [pass] k\n"
+    first = {"committed": committed, "pinned": committed, "native": "count 18 of 32, score 0.601 [pass] k\n"}
+    second = {"committed": committed, "pinned @ B": "count 17 of 32, score 0.656 [pass] k\n",
+              "native @ B": "count 19 of 32, score 0.580 [pass] k\n"}
+    merged = verify.merge_records(_record(first, "A"), _record(second, "B"))
+    together = reproduce.spread_entries({n: {"c": {"stdout": [t]}} for n, t in {**first, **second}.items()})
+    entry = merged["notebooks"]["07"]["outputs"]["c/stdout/0"]
+    assert entry["ranges"] == pytest.approx(together["c/stdout/0"]["ranges"])
+    assert entry["ranges"] == pytest.approx([2, 0, 0.656 - 0.580])
+    assert set(entry["values"]) == {"committed", "pinned", "native", "pinned @ B", "native @ B"}
+    assert [m["cpu"] for m in merged["machines"]] == ["A", "B"]
+    nb = merged["notebooks"]["07"]
+    assert nb["variants"] == ["pinned", "native", "pinned @ B", "native @ B"]
+    assert nb["summary"]["numbers_that_moved"] == 2 and nb["summary"]["fragile_checks"] == []
+    # the 18 -> 17 of the second machine is now inside the tolerance; 18 -> 25 is not
+    tolerance = reproduce.tolerance_for(merged, "07", "c", "stdout", 0)
+    assert reproduce.compare_text(committed, "count 17 of 32, score 0.594 [pass] k\n", tolerance).differences == ()
+    assert reproduce.compare_text(committed, "count 25 of 32, score 0.594 [pass] k\n", tolerance).differences
+
+
+def test_merging_records_of_other_committed_outputs_is_refused():
+    from dlgn_lib import verify
+    a = _record({"committed": "x 1.0\n", "pinned": "x 1.1\n"}, "A")
+    b = _record({"committed": "x 2.0\n", "pinned @ B": "x 2.1\n"}, "B")
+    with pytest.raises(ValueError, match="other committed outputs"):
+        verify.merge_records(a, b)
+
+
+def test_a_check_that_flips_on_the_second_machine_becomes_fragile():
+    from dlgn_lib import verify
+    a = _record({"committed": "s 0.5 [pass] k\n", "pinned": "s 0.5 [pass] k\n"}, "A")
+    b = _record({"committed": "s 0.5 [pass] k\n", "pinned @ B": "s 0.4 [FAIL] k\n"}, "B")
+    merged = verify.merge_records(a, b)
+    assert merged["notebooks"]["07"]["summary"]["fragile_checks"] == ["k"]
+    assert merged["notebooks"]["07"]["outputs"]["c/stdout/0"]["skeletons"]
