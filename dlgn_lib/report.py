@@ -324,10 +324,11 @@ def spread_table(spread: dict) -> str:
                     f"{'; '.join(f'{k} ({_escape(v)})' for k, v in entry.get('failed', {}).items()) or 'none'} |")
     machines = spread.get("machines") or [spread["machine"]]
     described = "; ".join(
-        f"{m.get('label', m['cpu'])} ({', '.join(m['cpu_features'])}; {m['cores']} cores; OpenBLAS core type "
+        f"{m.get('label', m['cpu'])} at {m.get('code_version', spread['code_version'])} "
+        f"({', '.join(m['cpu_features'])}; {m['cores']} cores; OpenBLAS core type "
         f"{m.get('openblas_coretype', 'not recorded')}; torch {m['torch']}, numpy {m['numpy']})" for m in machines)
-    rows += ["", f"Measured with `make spread` (and `make spread ADD=1` on each further machine) at "
-                 f"{spread['code_version']} on {len(machines)} machine(s): {described}. Code paths: "
+    rows += ["", f"Measured with `make spread` (and `make spread ADD=1` on each further machine) on "
+                 f"{len(machines)} machine(s): {described}. Code paths: "
                  + "; ".join(f"`{name}`" for name in spread["variants"])
                  + "; relative spread = range / |committed value|."]
     return "\n".join(rows)

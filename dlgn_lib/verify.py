@@ -205,9 +205,11 @@ def merge_records(old: Mapping, new: Mapping) -> dict:
     summary is computed again. The record's ``machines`` lists every machine that contributed.
     """
     merged = {k: v for k, v in old.items() if k != "notebooks"}
-    merged["machines"] = [*old.get("machines", [{"label": machine_label(old["machine"]), **old["machine"]}]
+    merged["machines"] = [*old.get("machines", [{"label": machine_label(old["machine"]), **old["machine"],
+                                                 "code_version": old.get("code_version")}]
                                   if old.get("machine") else []),
-                          {"label": machine_label(new["machine"]), **new["machine"]}]
+                          {"label": machine_label(new["machine"]), **new["machine"],
+                           "code_version": new.get("code_version")}]
     merged["variants"] = {**old.get("variants", {}), **new.get("variants", {})}
     merged["code_version"] = new.get("code_version", old.get("code_version"))
     notebooks = {}
