@@ -42,3 +42,16 @@ def test_citation_metadata_names_this_version_and_the_paper():
     assert [a["family-names"] for a in paper["authors"]] == ["Yadav", "Ramaswamy", "Lakshminarayanan"]
     assert "2404.04312" in paper["url"] and cff["license"] == "MIT"
     assert (locations.REPO_ROOT / "LICENSE").read_text().startswith("MIT License")
+
+
+def test_make_hands_location_variables_on_as_absolute_paths(tmp_path):
+    """A notebook's kernel runs in notebooks/: a relative DLGN_*_DIR would name another folder there
+    (CI's second nbval once found the first one's figures under notebooks/build/test-figures)."""
+    env_dirs = {"DLGN_BUILD_DIR": "relbuild", "DLGN_RUNS_DIR": "relruns"}
+    done = subprocess.run(["make", "--no-print-directory", "-n", "clean", "test-notebooks", f"VENV={tmp_path / 'venv'}"],
+                          cwd=locations.REPO_ROOT, capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env_dirs})
+    build, runs = locations.REPO_ROOT / "relbuild", locations.REPO_ROOT / "relruns"
+    assert f"rm -rf {build} {runs}" in done.stdout
+    assert f"DLGN_FIGURES_DIR={build}/test-figures" in done.stdout
+    assert " relbuild" not in done.stdout and "=relbuild" not in done.stdout
