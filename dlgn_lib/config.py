@@ -304,7 +304,7 @@ def setup(notebook: str, namespace: Mapping[str, Any], *, show: bool = True) -> 
     global _MADE_BY
     _MADE_BY = {"notebook": notebook, "profile": params["PROFILE"]}
     from dlgn_lib import numerics
-    if numerics.mode() == "pinned" and not numerics.is_pinned():
+    if numerics.torch_came_first():
         warnings.warn(numerics.describe() + "; restart the kernel and import dlgn_lib before torch", stacklevel=2)
     if show:
         print(cfg.describe())

@@ -75,6 +75,17 @@ def status() -> dict[str, str]:
     }
 
 
+def overrides(environ=os.environ) -> dict[str, str]:
+    """Pinned variables that the environment sets to another value (kept by :func:`pin`)."""
+    return {name: environ[name] for name, value in PINNED.items() if name in environ and environ[name] != value}
+
+
+def torch_came_first() -> bool:
+    """Whether the pin asked for ATen's portable kernels and torch runs others: torch was imported
+    before :mod:`dlgn_lib` (not a user's own ``ATEN_CPU_CAPABILITY``)."""
+    return mode() == "pinned" and "ATEN_CPU_CAPABILITY" not in overrides() and not is_pinned()
+
+
 def is_pinned() -> bool:
     """Whether this process runs ATen's portable kernels, as the pin asks (False when torch came first)."""
     import torch
@@ -84,9 +95,14 @@ def is_pinned() -> bool:
 def describe() -> str:
     """One line for a notebook's versions cell: which numeric code path this kernel runs."""
     s = status()
-    if s["numerics"] == "pinned" and not is_pinned():
+    if torch_came_first():
         return (f"numerics: NOT pinned (torch was imported before dlgn_lib; ATen uses {s['aten_cpu_capability']}): "
                 "numbers agree with the committed ones only within tolerance")
-    return (f"numerics: {s['numerics']} (ATen {s['aten_cpu_capability']}, MKL_CBWR {s['mkl_cbwr']}, "
+    path = (f"(ATen {s['aten_cpu_capability']}, MKL_CBWR {s['mkl_cbwr']}, "
             f"numpy without {s['numpy_disabled_features']})")
+    changed = overrides() if s["numerics"] == "pinned" else {}
+    if changed:
+        return (f"numerics: pinned except {', '.join(f'{k}={v}' for k, v in changed.items())} as set in the "
+                f"environment {path}: numbers agree with the committed ones only within tolerance")
+    return f"numerics: {s['numerics']} {path}"
 

@@ -158,3 +158,19 @@ def test_verify_catches_a_planted_number_and_a_flipped_check(tmp_path):
     assert known.verdicts_equal and known.fragile_flips == 1, "a recorded fragile check may flip"
     table = verify.verify_table([same, planted, flipped], "quick")
     assert "verify (quick): 1 of 3 notebooks agree" in table
+
+
+def _describe(**env) -> str:
+    environ = {k: v for k, v in os.environ.items() if k not in (*numerics.PINNED, "DLGN_NUMERICS")}
+    environ.update(env)
+    return subprocess.run([sys.executable, "-c", "import dlgn_lib; print(dlgn_lib.numerics.describe())"], env=environ,
+                          capture_output=True, text=True, cwd=REPO, check=True, timeout=120).stdout.strip()
+
+
+def test_a_pinned_variable_set_by_the_user_is_named_not_blamed_on_the_import_order():
+    assert _describe().startswith("numerics: pinned (ATen DEFAULT, MKL_CBWR COMPATIBLE")
+    text = _describe(ATEN_CPU_CAPABILITY="avx2")
+    assert text.startswith("numerics: pinned except ATEN_CPU_CAPABILITY=avx2 as set in the environment (ATen AVX2")
+    assert "imported before" not in text and "only within tolerance" in text
+    assert "pinned except MKL_CBWR=AVX2" in _describe(MKL_CBWR="AVX2")
+    assert numerics.overrides({"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "avx2"}) == {"ATEN_CPU_CAPABILITY": "avx2"}
