@@ -226,7 +226,7 @@ def merge_records(old: Mapping, new: Mapping) -> dict:
         figures = {name: {**a["figures"].get(name, {}), **b["figures"].get(name, {})}
                    for name in dict.fromkeys([*a["figures"], *b["figures"]])}
         notebooks[nb_id] = {
-            "notebook": a["notebook"], "variants": [*a["variants"], *b["variants"]],
+            "notebook": a["notebook"], "variants": list(dict.fromkeys([*a["variants"], *b["variants"]])),
             "failed": {**a.get("failed", {}), **b.get("failed", {})},
             "summary": {**reproduce.summarise(outputs, "committed"),
                         "fragile_checks": sorted(n for n, o in checks.items() if 0 < sum(o.values()) < len(o))},

@@ -188,6 +188,9 @@ def test_merging_a_second_machine_equals_measuring_every_code_path_at_once():
     assert [m["cpu"] for m in merged["machines"]] == ["A", "B"]
     nb = merged["notebooks"]["07"]
     assert nb["variants"] == ["pinned", "native", "pinned @ B", "native @ B"]
+    again = verify.merge_records(merged, _record(second, "B"))   # the same machine added twice
+    assert again["notebooks"]["07"]["variants"] == nb["variants"]
+    assert again["notebooks"]["07"]["outputs"] == merged["notebooks"]["07"]["outputs"]
     assert nb["summary"]["numbers_that_moved"] == 2 and nb["summary"]["fragile_checks"] == []
     # the 18 -> 17 of the second machine is now inside the tolerance; 18 -> 25 is not
     tolerance = reproduce.tolerance_for(merged, "07", "c", "stdout", 0)
