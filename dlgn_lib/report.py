@@ -154,6 +154,17 @@ def _verdicts_from_record(entry: dict) -> list[Verdict]:
                     tuple(Check(**c) for c in v["checks"])) for v in entry["verdicts"]]
 
 
+def code_path_of(path: Path) -> str:
+    """The numeric code path an executed notebook's kernel ran (the ``numerics: ...`` line its versions
+    cell prints, ``dlgn_lib.numerics.describe``), or "not printed"."""
+    for cell in nbformat.read(path, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            for line in str(output.get("text", "")).splitlines():
+                if line.startswith("numerics: "):
+                    return line
+    return "not printed"
+
+
 def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
     """Write the ``full`` record from notebooks executed with ``PROFILE=full`` in ``folder``.
 
@@ -165,7 +176,10 @@ def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
     if not found:
         raise FileNotFoundError(f"{folder}: no executed notebooks (NN_*.ipynb) to record")
     from dlgn_lib import verify
-    machine, version = verify.machine(), verify.code_version()
+    # the code path is the kernel's, printed in the notebook (code_path_of), not this process's
+    machine = {k: v for k, v in verify.machine().items() if k not in ("numerics", "aten_cpu_capability", "mkl_cbwr",
+                                                                      "numpy_disabled_features", "onednn_max_cpu_isa")}
+    version = verify.code_version()
     for nb_id, path in found.items():
         params = nbformat.read(path, as_version=4).metadata.get("papermill", {}).get("parameters", {})
         if params.get("PROFILE") != "full":
@@ -173,6 +187,7 @@ def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
         entry = _record_of(path)
         entry["note"] = old["notebooks"].get(nb_id, {}).get("note", "")
         entry["code_version"], entry["machine"] = version, machine
+        entry["code_path"] = code_path_of(path)
         old["notebooks"][nb_id] = entry
     old["about"] = ("Verdicts and runtimes of the series executed with PROFILE=full (python -m dlgn_lib.report "
                     "record FOLDER); `note` says how a notebook was run, `code_version` and `machine` (CPU, "

@@ -96,3 +96,17 @@ def test_every_claim_and_notebook_is_in_the_generated_tables():
     for v in failing:   # a NOT SUPPORTED verdict shows the check that fails, with its number
         bad = next(c for c in v.checks if not c.passed)
         assert f"{bad.name} = {bad.value}".replace("|", "\\|") in claims
+
+
+def test_the_full_record_takes_the_code_path_from_the_notebook_not_from_the_recording_process(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print(dl.numerics.describe())")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                           text="dlgn_lib 0.1.0\nnumerics: native (ATen AVX512, MKL_CBWR (auto), numpy without (none))\n")]
+    nb.cells = [cell]
+    path = tmp_path / "01_paths.ipynb"
+    nbformat.write(nb, path)
+    assert report.code_path_of(path) == "numerics: native (ATen AVX512, MKL_CBWR (auto), numpy without (none))"
+    nb.cells[0].outputs = []
+    nbformat.write(nb, path)
+    assert report.code_path_of(path) == "not printed"
