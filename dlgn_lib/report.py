@@ -157,12 +157,8 @@ def _verdicts_from_record(entry: dict) -> list[Verdict]:
 def code_path_of(path: Path) -> str:
     """The numeric code path an executed notebook's kernel ran (the ``numerics: ...`` line its versions
     cell prints, ``dlgn_lib.numerics.describe``), or "not printed"."""
-    for cell in nbformat.read(path, as_version=4).cells:
-        for output in cell.get("outputs", []):
-            for line in str(output.get("text", "")).splitlines():
-                if line.startswith("numerics: "):
-                    return line
-    return "not printed"
+    return next((line for line in _stdout_lines(nbformat.read(path, as_version=4)) if line.startswith("numerics: ")),
+                "not printed")
 
 
 def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:

@@ -183,9 +183,7 @@ def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = 
             figures[png.name] = {k: round(v, 3) for k, v in rms.items()}
         notebooks[nb_id] = {"notebook": path.name, "variants": [n for n in variants if n != "committed"],
                             "failed": failed,
-                            "summary": {**reproduce.summarise(entries, "committed"),
-                                        "fragile_checks": sorted(n for n, o in checks.items()
-                                                                 if 0 < sum(o.values()) < len(o))},
+                            "summary": _summary(entries, checks),
                             "checks": checks, "figures": figures, "outputs": entries}
     return {"about": "Spread of every printed number and figure of the quick series across CPU code paths "
                      "(python -m dlgn_lib.series spread); reconstruction §7 says how tolerances follow from it.",
@@ -228,8 +226,7 @@ def merge_records(old: Mapping, new: Mapping) -> dict:
         notebooks[nb_id] = {
             "notebook": a["notebook"], "variants": list(dict.fromkeys([*a["variants"], *b["variants"]])),
             "failed": {**a.get("failed", {}), **b.get("failed", {})},
-            "summary": {**reproduce.summarise(outputs, "committed"),
-                        "fragile_checks": sorted(n for n, o in checks.items() if 0 < sum(o.values()) < len(o))},
+            "summary": _summary(outputs, checks),
             "checks": checks, "figures": figures, "outputs": outputs}
     merged["notebooks"] = notebooks
     return merged
@@ -256,6 +253,12 @@ def _merge_output(a: Mapping | None, b: Mapping | None, where: str) -> dict:
         entry["skeletons"] = skeletons
         entry["changed_words"] = list(dict.fromkeys([*a.get("changed_words", ()), *b.get("changed_words", ())]))
     return entry
+
+
+def _summary(entries: Mapping, checks: Mapping[str, Mapping[str, bool]]) -> dict:
+    """A notebook's summary line of the record, with its fragile checks (pass/fail differs across code paths)."""
+    return {**reproduce.summarise(entries, "committed"),
+            "fragile_checks": sorted(n for n, o in checks.items() if 0 < sum(o.values()) < len(o))}
 
 
 def _error_of(path: Path) -> str | None:
