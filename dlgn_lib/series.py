@@ -45,6 +45,7 @@ from distributed import as_completed, get_worker
 from ipykernel.kernelspec import RESOURCES, get_kernel_dict
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import KernelManager
+from jupyter_client.utils import run_sync
 from traitlets import default
 
 from dlgn_lib import cluster
@@ -110,11 +111,41 @@ class _CurrentInterpreterKernelSpecs(KernelSpecManager):
 
 
 class _KernelManager(KernelManager):
-    """A kernel manager that also knows :data:`CURRENT_INTERPRETER_KERNEL`."""
+    """A kernel manager that also knows :data:`CURRENT_INTERPRETER_KERNEL`, and talks to its
+    kernel over Unix sockets in a folder of its own.
+
+    TCP ports are picked free and then released before the kernel binds them, so two kernels
+    started at the same moment (``--workers 2``) can pick the same port, and the kernel's
+    heartbeat then dies with "Address already in use"; every TCP kernel also prints an
+    unencrypted-transport warning. Sockets under a fresh private folder cannot collide, are not
+    reachable from the network, and are removed with the folder when the kernel is cleaned up.
+    """
 
     @default("kernel_spec_manager")
     def _kernel_spec_manager_default(self):
         return _CurrentInterpreterKernelSpecs(data_dir=self.data_dir)
+
+    @default("transport")
+    def _transport_default(self):
+        return "ipc"
+
+    @default("ip")
+    def _ip_default(self):
+        import tempfile
+        # Short and absolute: a Unix socket path is limited to about 100 bytes, and a relative
+        # one would land in the notebook's folder (papermill runs kernels there).
+        self._socket_dir = tempfile.mkdtemp(prefix="dlgn-kernel-")
+        return os.path.join(self._socket_dir, "k")
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        # shutdown_kernel awaits this one directly; cleanup_resources is its synchronous face.
+        await super()._async_cleanup_resources(restart=restart)
+        socket_dir = getattr(self, "_socket_dir", None)
+        if socket_dir is not None and not restart:
+            import shutil
+            shutil.rmtree(socket_dir, ignore_errors=True)
+
+    cleanup_resources = run_sync(_async_cleanup_resources)
 
 
 def select_notebooks(notebooks: Sequence[Path], only: Iterable[str] | None) -> list[Path]:

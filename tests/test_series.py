@@ -135,3 +135,33 @@ def test_format_summary_aligns_columns_and_counts():
     assert len(ends) == 1
     assert lines[5] == "09_table.ipynb: KeyError: 'cifar10'  (see /elsewhere/09_table.ipynb)"
     assert lines[6] == "notebooks: 3, ok: 2, failed: 1"
+
+
+def test_kernels_talk_over_private_unix_sockets_and_leave_nothing(tmp_path, capfd, monkeypatch):
+    """Two kernels started at once cannot pick the same socket (TCP ports are picked free and
+    released before the kernel binds them), nothing is reachable from the network, the
+    unencrypted-TCP warning is not printed, and the socket folder goes with the kernel."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    first, second = series._KernelManager(), series._KernelManager()
+    assert first.transport == second.transport == "ipc"
+    assert Path(first.ip).parent != Path(second.ip).parent
+    assert Path(first.ip).is_absolute() and len(f"{first.ip}-99") < 100
+    first.cleanup_resources(), second.cleanup_resources()
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    nb = write_notebook(folder / "01_transport.ipynb",
+                        "from ipykernel.kernelapp import IPKernelApp\nprint(IPKernelApp.instance().transport)",
+                        parameters='PROFILE = "quick"')
+    (tmp_path / "out").mkdir()
+    result = series.run_notebook(nb, tmp_path / "out", "quick", series.CURRENT_INTERPRETER_KERNEL)
+    assert result.ok, result.message
+    printed = [o["text"] for c in nbformat.read(result.output, as_version=4).cells for o in c.get("outputs", [])]
+    assert printed == ["ipc\n"]
+    assert "without encryption" not in capfd.readouterr().err
+    assert list((tmp_path / "tmp").iterdir()) == []  # the kernel's socket folder is gone
+    assert sorted(p.name for p in folder.iterdir()) == ["01_transport.ipynb"]  # nothing beside the notebook
