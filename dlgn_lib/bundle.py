@@ -96,7 +96,8 @@ def export(file: Path | str, *, profile: str | None = None, notebook: str | None
     about = {"format": BUNDLE_FORMAT, "dlgn_lib": __version__, "code_version": _config.CODE_VERSION,
              "entries": [f.name for f in chosen], "profile": profile, "notebook": notebook}
     file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{file.name}.", dir=file.parent)
+    runs.remove_stale_temporaries(file.parent, kind="export")   # left by an export that was killed
+    fd, tmp = tempfile.mkstemp(prefix=runs.temp_prefix("export"), suffix=".tar.gz", dir=file.parent)
     try:
         with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
             data = json.dumps(about, indent=1).encode()

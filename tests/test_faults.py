@@ -245,6 +245,63 @@ def test_ctrl_c_during_a_series_run_prints_what_finished_and_exits_130(tmp_path)
     assert "--only 02" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", ["export", "import"])
+def test_ctrl_c_during_runs_export_or_import_says_what_is_left_and_exits_130(tmp_path, command):
+    """A real SIGINT while the bundle is half written (export) or staged (import): exit 130, one
+    line saying what is complete and what to rerun, no traceback, no temporary left anywhere."""
+    cache = tmp_path / "runs"
+    env = {"DLGN_RUNS_DIR": str(cache)}
+    assert _python(TRAIN_ONE, env=env).returncode == 0
+    file, into = tmp_path / "out" / "b.tar.gz", tmp_path / "class"
+    if command == "import":
+        assert _python(["-m", "dlgn_lib.runs", "export", str(file)], env=env).returncode == 0
+        into.mkdir()
+    before = {"cache": tree(cache), "out": tree(file.parent), "into": tree(into) if into.exists() else None}
+    # stall the writer where its temporaries exist: in the middle of the tar (export), or on the
+    # verification of the staged entry (import)
+    stall = ("import tarfile\nreal = tarfile.TarFile.add\n"
+             "def add(self, *a, **k):\n    print('writing', flush=True); time.sleep(60)\n"
+             "tarfile.TarFile.add = add\n") if command == "export" else (
+             "def verify(folder, key=None):\n    print('writing', flush=True); time.sleep(60)\n"
+             "runs.verify_entry = verify\n")
+    args = [str(file)] if command == "export" else [str(file), "--into", str(into)]
+    code = (f"import sys, time\nfrom dlgn_lib import runs\n{stall}"
+            f"sys.exit(runs.main({[command, *args]!r}))\n")
+    child = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
+    assert child.stdout.readline().strip() == "writing"
+    temporaries = [p.name for folder in (file.parent, into) if folder.exists() for p in folder.iterdir()
+                   if p.name.startswith(".tmp-")]
+    assert len(temporaries) == 1 and f"{child.pid}@{socket.gethostname()}-" in temporaries[0]
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130
+    assert err.startswith("interrupted: ") and "run the same command again" in err and "Traceback" not in err
+    assert tree(cache) == before["cache"] and tree(file.parent) == before["out"]
+    if command == "import":
+        assert tree(into) == before["into"]
+
+
+def test_an_export_killed_mid_write_leaves_a_temporary_the_next_export_removes(tmp_path):
+    env = {"DLGN_RUNS_DIR": str(tmp_path / "runs")}
+    assert _python(TRAIN_ONE, env=env).returncode == 0
+    out = tmp_path / "out"
+    code = ("import tarfile, time\nfrom dlgn_lib import bundle\n"
+            "def add(self, *a, **k):\n    print('writing', flush=True); time.sleep(60)\n"
+            f"tarfile.TarFile.add = add\nbundle.export({str(out / 'b.tar.gz')!r})\n")
+    child = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, **env})
+    assert child.stdout.readline().strip() == "writing"
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    left = [p.name for p in out.iterdir()]
+    assert len(left) == 1 and left[0].startswith(f".tmp-export-{child.pid}@{socket.gethostname()}-")
+    (out / "notes.txt").write_text("a user's file beside the bundle\n")
+    (out / ".tmp-other-1@elsewhere-x").write_text("not ours to remove\n")
+    assert _python(["-m", "dlgn_lib.runs", "export", str(out / "b.tar.gz")], env=env).returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == [".tmp-other-1@elsewhere-x", "b.tar.gz", "notes.txt"]
+
+
 # --- case 7: save_figure into a full disk --------------------------------------------------------------
 
 def test_save_figure_into_a_full_disk_says_so_and_leaves_nothing(monkeypatch, tmpfs):
@@ -299,6 +356,12 @@ def test_a_refused_pickle_says_the_entry_is_retrained_and_gives_no_unsafe_advice
 def test_dask_scratch_space_is_under_the_build_folder(tmp_path):
     from dlgn_lib import cluster
     assert cluster.local_cluster_options(1)["local_directory"] == str(tmp_path / "build" / "dask-scratch")
+
+
+def test_a_seed_in_other_digits_is_refused_by_type():
+    ns = {"PROFILE": "quick", "SEED": "\u0661", "TARGET_SEED": 100, "EPOCHS": None, "SEEDS": None}  # ARABIC-INDIC ONE
+    with pytest.raises(C.ParameterError, match=r"SEED='\u0661' has type str; it must be an integer >= 0"):
+        C.setup("05", ns, show=False)
 
 
 def test_derived_seeds_stay_32_bit():
