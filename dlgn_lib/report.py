@@ -70,30 +70,46 @@ LIVE = {
 #: How the recorded ``full`` run was made (the record's ``note`` adds what was cached).
 FULL_SETTING = "a 2-core CPU, two notebooks side by side, one torch thread each"
 
-_CHECK = re.compile(r"^\s*\[(pass|FAIL)\] (.*) = (\S+)  \(threshold: (\S+) (\S+)\)$")
-_VERDICT = re.compile(r"^VERDICT (\S+) \[(\w+)\]: (SUPPORTED|NOT SUPPORTED) \((\d+) of (\d+) checks pass\)$")
+_CHECK = re.compile(r"^\s*\[(pass|FAIL|inconclusive)\] (.*) = (\S+)(?:, 90% \[(\S+), (\S+)\])?"
+                    r"  \(threshold: (\S+) (\S+)(?:; (.*))?\)$")
+_VERDICT = re.compile(r"^VERDICT (\S+) \[(\w+)\]: (SUPPORTED|NOT SUPPORTED|INCONCLUSIVE) \((\d+) of (\d+) checks pass"
+                      r"(?:, (\d+) fail, (\d+) inconclusive)?\)$")
+_OUTCOME_OF_MARK = {"pass": "pass", "FAIL": "fail", "inconclusive": "inconclusive"}
 
 
 @dataclass(frozen=True)
 class Check:
+    """A printed check: its value as printed, and for a check over seeds (rules v3) its interval
+    and how it was computed ("mean over 10 seeds, exact bootstrap")."""
     name: str
     value: str
     op: str
     threshold: str
-    passed: bool
+    outcome: str
+    low: str | None = None
+    high: str | None = None
+    over: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "pass"
 
 
 @dataclass(frozen=True)
 class Verdict:
     claim: str
     profile: str
-    supported: bool
+    word: str
     n_pass: int
     n_checks: int
     checks: tuple[Check, ...]
 
+    @property
+    def supported(self) -> bool:
+        return self.word == "SUPPORTED"
+
     def short(self) -> str:
-        word = "SUPPORTED" if self.supported else "**NOT SUPPORTED**"
+        word = {"SUPPORTED": "SUPPORTED", "NOT SUPPORTED": "**NOT SUPPORTED**"}.get(self.word, f"*{self.word}*")
         return f"{word}, {self.n_pass} of {self.n_checks}"
 
 
@@ -113,11 +129,11 @@ def verdicts_of(nb) -> list[Verdict]:
         if line.strip().startswith(EARLIER_MARK):
             continue
         if m := _CHECK.match(line):
-            pending.append(Check(m[2], m[3], m[4], m[5], m[1] == "pass"))
+            pending.append(Check(m[2], m[3], m[6], m[7], _OUTCOME_OF_MARK[m[1]], m[4], m[5], m[8]))
         elif m := _VERDICT.match(line.strip()):
             if len(pending) != int(m[5]):
                 raise ValueError(f"verdict {m[1]}: {int(m[5])} checks announced, {len(pending)} printed above it")
-            found.append(Verdict(m[1], m[2], m[3] == "SUPPORTED", int(m[4]), int(m[5]), tuple(pending)))
+            found.append(Verdict(m[1], m[2], m[3], int(m[4]), int(m[5]), tuple(pending)))
             pending = []
     return found
 
@@ -144,14 +160,29 @@ def _notebooks(folder: Path) -> dict[str, Path]:
 def _record_of(path: Path) -> dict:
     nb = nbformat.read(path, as_version=4)
     return {"notebook": path.name, "seconds": round(seconds_of(nb)),
-            "verdicts": [{"claim": v.claim, "profile": v.profile, "supported": v.supported, "n_pass": v.n_pass,
-                          "n_checks": v.n_checks, "checks": [c.__dict__ for c in v.checks]}
+            "verdicts": [{"claim": v.claim, "profile": v.profile, "word": v.word, "n_pass": v.n_pass,
+                          "n_checks": v.n_checks, "checks": [_check_record(c) for c in v.checks]}
                          for v in verdicts_of(nb)]}
 
 
+def _check_record(check: Check) -> dict:
+    """A check for the record; the interval fields only where the check has them (rules v3)."""
+    return {k: v for k, v in check.__dict__.items() if v is not None}
+
+
 def _verdicts_from_record(entry: dict) -> list[Verdict]:
-    return [Verdict(v["claim"], v["profile"], v["supported"], v["n_pass"], v["n_checks"],
-                    tuple(Check(**c) for c in v["checks"])) for v in entry["verdicts"]]
+    """Verdicts of a record entry; entries recorded before rules v3 say ``supported`` and ``passed``."""
+    def check(c: dict) -> Check:
+        c = dict(c)
+        if "passed" in c:
+            c["outcome"] = "pass" if c.pop("passed") else "fail"
+        return Check(**c)
+
+    def word(v: dict) -> str:
+        return v["word"] if "word" in v else ("SUPPORTED" if v["supported"] else "NOT SUPPORTED")
+
+    return [Verdict(v["claim"], v["profile"], word(v), v["n_pass"], v["n_checks"],
+                    tuple(check(c) for c in v["checks"])) for v in entry["verdicts"]]
 
 
 def code_path_of(path: Path) -> str:
@@ -285,7 +316,7 @@ def results_block(m: Measured, spread: dict | None = None) -> str:
         lines.append(f"**`{profile}`** ran in {_seconds(seconds)}{how}.")
         for v in verdicts:
             lines += ["", f"{v.claim}: {v.short()}", "", "| check | value | threshold | |", "|---|---|---|---|"]
-            lines += [f"| {_escape(c.name)} | {c.value} | {c.op} {c.threshold} | {'pass' if c.passed else 'FAIL'}"
+            lines += [f"| {_escape(c.name)} | {c.value} | {c.op} {c.threshold} | {c.outcome if c.outcome != 'fail' else 'FAIL'}"
                       f"{_fragile(outcomes.get(c.name, {})) if profile == 'quick' else ''} |" for c in v.checks]
         if not verdicts:
             lines.append("No verdict in this notebook.")

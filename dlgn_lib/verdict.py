@@ -3,6 +3,12 @@
 Each check prints its metric, the comparison and the threshold; the verdict line reads
 ``VERDICT C5 [quick]: SUPPORTED (3 of 3 checks pass)`` or ``NOT SUPPORTED``. Nothing here adjusts
 a threshold: a claim that fails its checks is reported as not supported, with its numbers.
+
+Rules v3 (reconstruction §8.1): a check over seeds (``seed_check``, ``share_check``) carries a 90 %
+interval and has three outcomes: pass (the interval on the claimed side of the threshold), fail
+(on the other side), inconclusive (it straddles). A verdict is SUPPORTED when every check passes,
+NOT SUPPORTED when one fails, else INCONCLUSIVE. A check given its values at initialisation is
+refused (``RuleError``) when it already passes there: it would measure nothing.
 Earlier verdicts stay visible: ``history`` prints those of ``verdict_history.json`` beside the
 current one (reconstruction §8).
 """
@@ -46,10 +52,74 @@ class Check:
     def passed(self) -> bool:
         return not math.isnan(float(self.value)) and bool(_OPS[self.op](float(self.value), self.threshold))
 
+    @property
+    def outcome(self) -> str:
+        """"pass" or "fail": a single number has no third outcome."""
+        return PASS if self.passed else FAIL
+
     def line(self) -> str:
         mark = "pass" if self.passed else "FAIL"
         return (f"  [{mark}] {self.name} = {format_number(self.value, self.digits)}"
                 f"  (threshold: {self.op} {format_number(self.threshold, self.digits)})")
+
+
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+#: How each outcome is marked at the start of a check's line.
+MARKS = {PASS: "pass", FAIL: "FAIL", INCONCLUSIVE: "inconclusive"}
+#: The verdict words (rules v3 adds INCONCLUSIVE).
+WORDS = ("SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE")
+
+
+class RuleError(ValueError):
+    """A verdict rule that cannot measure its claim (a check that already passes at initialisation)."""
+
+
+def outcome_of(low: float, high: float, op: str, threshold: float) -> str:
+    """pass when the whole interval [low, high] satisfies ``op threshold``, fail when none of it
+    does, else inconclusive. A NaN end fails."""
+    if math.isnan(low) or math.isnan(high):
+        return FAIL
+    compare = _OPS[op]
+    if compare(low, threshold) and compare(high, threshold):
+        return PASS
+    if not compare(low, threshold) and not compare(high, threshold):
+        return FAIL
+    return INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class SeedCheck:
+    """A statistic over seeds with its 90 % interval, against a fixed threshold (rules v3).
+
+    ``init`` is the same statistic at initialisation where the check was held against it."""
+    name: str
+    estimate: "intervals.Estimate"
+    op: str
+    threshold: float
+    digits: int = 3
+    init: "intervals.Estimate | None" = None
+
+    def __post_init__(self):
+        if self.op not in _OPS:
+            raise ValueError(f"op={self.op!r} is not allowed; choose one of {list(_OPS)}")
+
+    @property
+    def value(self) -> float:
+        return self.estimate.value
+
+    @property
+    def outcome(self) -> str:
+        return outcome_of(self.estimate.low, self.estimate.high, self.op, self.threshold)
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == PASS
+
+    def line(self) -> str:
+        e, f = self.estimate, (lambda v: format_number(v, self.digits))
+        spread = "" if e.method == "exact" else f", 90% [{f(e.low)}, {f(e.high)}]"
+        return (f"  [{MARKS[self.outcome]}] {self.name} = {f(e.value)}{spread}"
+                f"  (threshold: {self.op} {f(self.threshold)}; {e.statistic} over {e.n} seeds, {e.method})")
 
 
 @dataclass(frozen=True)
@@ -62,18 +132,87 @@ class Verdict:
     def supported(self) -> bool:
         return all(c.passed for c in self.checks)
 
+    @property
+    def word(self) -> str:
+        """SUPPORTED when every check passes, NOT SUPPORTED when one fails, else INCONCLUSIVE."""
+        outcomes = [c.outcome for c in self.checks]
+        if all(o == PASS for o in outcomes):
+            return "SUPPORTED"
+        return "NOT SUPPORTED" if FAIL in outcomes else "INCONCLUSIVE"
+
     def text(self) -> str:
-        n_pass = sum(c.passed for c in self.checks)
-        word = "SUPPORTED" if self.supported else "NOT SUPPORTED"
+        outcomes = [c.outcome for c in self.checks]
         lines = [c.line() for c in self.checks]
-        lines.append(f"VERDICT {self.claim} [{self.profile}]: {word} "
-                     f"({n_pass} of {len(self.checks)} checks pass)")
+        counts = f"{outcomes.count(PASS)} of {len(self.checks)} checks pass"
+        if any(isinstance(c, SeedCheck) for c in self.checks):   # rules v3: all three outcomes counted
+            counts += f", {outcomes.count(FAIL)} fail, {outcomes.count(INCONCLUSIVE)} inconclusive"
+        lines.append(f"VERDICT {self.claim} [{self.profile}]: {self.word} ({counts})")
         return "\n".join(lines)
 
 
 def check(name: str, value: float, op: str, threshold: float, digits: int = 3) -> Check:
     """A check ``value op threshold``, e.g. ``check("max |path sum - forward|", err, "<=", 1e-10)``."""
     return Check(name, float(value), op, float(threshold), digits)
+
+
+def seed_check(name: str, values, op: str, threshold: float, *, statistic: str = "mean", init=None,
+               digits: int = 3) -> SeedCheck:
+    """A check of a statistic over seeds with its 90 % seed-bootstrap interval (rules v3).
+
+    Args:
+        values: one number per seed (pairs per seed for "ratio of means"); a trained − init
+            difference is passed as such (``difference``).
+        statistic: "mean", "median" or "ratio of means" (``intervals.STATISTICS``).
+        init: the same per-seed values at initialisation. The check is computed on them too, and
+            refused when it passes there.
+
+    Raises:
+        RuleError: the check passes at initialisation, so it measures nothing.
+    """
+    from dlgn_lib import intervals
+    estimate = intervals.bootstrap(values, statistic)
+    at_init = None
+    if init is not None:
+        at_init = intervals.bootstrap(init, statistic)
+        if outcome_of(at_init.low, at_init.high, op, float(threshold)) == PASS:
+            raise RuleError(
+                f"check {name!r} already passes at initialisation ({statistic} {format_number(at_init.value)}, "
+                f"90% [{format_number(at_init.low)}, {format_number(at_init.high)}] {op} {format_number(threshold)}): "
+                "it measures nothing; compare trained with init (trained − init) instead")
+    return SeedCheck(name, estimate, op, float(threshold), digits, at_init)
+
+
+def share_check(name: str, successes: int, trials: int, op: str, threshold: float, digits: int = 3) -> SeedCheck:
+    """A share of seeds (or runs) with the exact Clopper–Pearson interval (rules v3)."""
+    from dlgn_lib import intervals
+    estimate = intervals.clopper_pearson(successes, trials)
+    return SeedCheck(name, estimate, op, float(threshold), digits)
+
+
+def exact_check(name: str, value: float, n_seeds: int, op: str, threshold: float, digits: int = 3,
+                statistic: str = "worst case") -> SeedCheck:
+    """A number with no sampling uncertainty over ``n_seeds`` seeds (the worst case of an identity,
+    checked on every seed): pass or fail, never inconclusive."""
+    from dlgn_lib import intervals
+    return SeedCheck(name, intervals.exact(value, n_seeds, statistic), op, float(threshold), digits)
+
+
+def difference(trained, init):
+    """Per-seed trained − init, seed by seed (both in the same seed order)."""
+    import numpy as np
+    trained, init = np.asarray(trained, dtype=float), np.asarray(init, dtype=float)
+    if trained.shape != init.shape:
+        raise ValueError(f"trained and init must have one value per seed each; shapes {trained.shape} and {init.shape}")
+    return trained - init
+
+
+#: How a quick run that cannot decide a claim says so, in place of a verdict (reconstruction §5).
+SMOKE_MARK = "SMOKE TEST"
+
+
+def smoke_test(claim: str, full_result: str) -> None:
+    """Print that quick runs the code of ``claim``'s checks but cannot decide it, and the full result."""
+    print(f"{SMOKE_MARK} (quick cannot decide {claim}; the full result is {full_result})")
 
 
 def evaluate(claim: str, checks, profile: str) -> Verdict:
@@ -115,10 +254,17 @@ def fragile_lines(notebook: str | None, names) -> list[str]:
     lines = []
     for name in names:
         outcomes = {k: v for k, v in checks.get(name, {}).items() if k != "committed"}   # code paths only
-        passed = sum(outcomes.values())
-        if 0 < passed < len(outcomes):
-            lines.append(f"{FRAGILE_MARK} {name}: passes under {passed} of {len(outcomes)} "
+        # a check with one number records True / False, a check over seeds its outcome's name
+        named = [PASS if v is True else FAIL if v is False else v for v in outcomes.values()]
+        if len(set(named)) < 2:
+            continue
+        if set(named) <= {PASS, FAIL}:
+            lines.append(f"{FRAGILE_MARK} {name}: passes under {named.count(PASS)} of {len(named)} "
                          f"(docs/spread.json); its pass/fail is not decided by this run alone")
+        else:
+            counts = ", ".join(f"{o} under {named.count(o)}" for o in (PASS, FAIL, INCONCLUSIVE) if o in named)
+            lines.append(f"{FRAGILE_MARK} {name}: {counts} of {len(named)} (docs/spread.json); "
+                         "its outcome is not decided by this run alone")
     return lines
 
 

@@ -255,10 +255,15 @@ def _merge_output(a: Mapping | None, b: Mapping | None, where: str) -> dict:
     return entry
 
 
-def _summary(entries: Mapping, checks: Mapping[str, Mapping[str, bool]]) -> dict:
+def _named(outcome: bool | str) -> str:
+    """A recorded outcome by name: True / False (a check with one number) as pass / fail."""
+    return "pass" if outcome is True else "fail" if outcome is False else outcome
+
+
+def _summary(entries: Mapping, checks: Mapping[str, Mapping[str, bool | str]]) -> dict:
     """A notebook's summary line of the record, with its fragile checks (pass/fail differs across code paths)."""
     return {**reproduce.summarise(entries, "committed"),
-            "fragile_checks": sorted(n for n, o in checks.items() if 0 < sum(o.values()) < len(o))}
+            "fragile_checks": sorted(n for n, o in checks.items() if len({_named(v) for v in o.values()}) > 1)}
 
 
 def _error_of(path: Path) -> str | None:
@@ -270,8 +275,9 @@ def _error_of(path: Path) -> str | None:
     return None
 
 
-def _check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool]]:
-    """Each printed check's pass/fail under each code path (check name -> variant -> passed)."""
+def _check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool | str]]:
+    """Each printed check's outcome under each code path (check name -> variant -> outcome): True or
+    False for a check with one number, "pass", "fail" or "inconclusive" for a check over seeds."""
     from dlgn_lib import report
     outcomes: dict[str, dict[str, bool]] = {}
     for name, path in copies.items():
@@ -279,7 +285,7 @@ def _check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool]]:
             continue
         for v in report.verdicts_of(nbformat.read(path, as_version=4)):
             for check in v.checks:
-                outcomes.setdefault(check.name, {})[name] = check.passed
+                outcomes.setdefault(check.name, {})[name] = check.passed if check.low is None else check.outcome
     return outcomes
 
 
@@ -413,18 +419,18 @@ def _verdicts_agree(old, new, fragile: set[str], details: list) -> tuple[bool, i
     flips, agree = 0, True
     for a, b in zip(old, new):
         for ca, cb in zip(a.checks, b.checks):
-            if ca.passed != cb.passed:
+            if ca.outcome != cb.outcome:
                 if ca.name in fragile:
                     flips += 1
                 else:
                     agree = False
-                    details.append(f"{a.claim}: check {ca.name!r} {'pass' if ca.passed else 'FAIL'} -> "
-                                   f"{'pass' if cb.passed else 'FAIL'} (not a recorded fragile check)")
+                    details.append(f"{a.claim}: check {ca.name!r} {ca.outcome} -> {cb.outcome} "
+                                   "(not a recorded fragile check)")
     return agree, flips
 
 
 def _verdict_key(v):
-    return (v.claim, v.profile, v.supported, v.n_pass, v.n_checks, tuple((c.name, c.passed) for c in v.checks))
+    return (v.claim, v.profile, v.word, v.n_pass, v.n_checks, tuple((c.name, c.outcome) for c in v.checks))
 
 
 def _compare_figures(result: NotebookCheck, nb_id: str, figures: Path, record: Mapping, details: list) -> None:
