@@ -335,3 +335,41 @@ def rules(notebook: str) -> None:
               f"{rule['statement']}\n  thresholds: {thresholds}\n  settings: {rule['settings']}\n"
               f"  seeds: {rule['seeds']}\n  targets: {rule['targets']}\n"
               f"  replaces: {rule['replaces']}\n  why: {rule['why']}")
+
+
+def combination_rule() -> dict:
+    """The registered rule by which a claim's notebooks combine into its bottom line (rules v3):
+    ``rule`` (its statement), ``registered`` (date) and ``claims`` (claim → the notebooks judging it)."""
+    combinations = json.loads(RULES_FILE.read_text()).get("combinations")
+    if not combinations or set(combinations) != {"about", "registered", "rule", "claims"}:
+        raise ValueError(f"{RULES_FILE.name}: no well-formed 'combinations' entry (about, registered, rule, claims)")
+    return combinations
+
+
+#: The bottom line of a claim whose notebooks have not all been judged under full.
+PENDING = "pending"
+
+
+def bottom_line(claim: str, verdicts: dict[str, str | None]) -> str:
+    """A claim's bottom line from its notebooks' verdict words under full (``combination_rule``):
+    SUPPORTED when every notebook says SUPPORTED, NOT SUPPORTED when any says NOT SUPPORTED, else
+    INCONCLUSIVE; ``PENDING`` when a notebook has no full verdict (None) and none says NOT SUPPORTED.
+
+    Args:
+        verdicts: notebook id → its verdict word for ``claim`` under full, None where there is none.
+
+    Raises:
+        ValueError: the notebooks are not the registered ones for the claim, or a word is unknown.
+    """
+    notebooks = combination_rule()["claims"].get(claim)
+    if notebooks is None or sorted(verdicts) != sorted(notebooks):
+        raise ValueError(f"claim {claim}: verdicts of notebooks {sorted(verdicts)} given; the registered ones are {notebooks}")
+    words = list(verdicts.values())
+    unknown = [w for w in words if w is not None and w not in WORDS]
+    if unknown:
+        raise ValueError(f"claim {claim}: unknown verdict words {unknown}; known: {list(WORDS)}")
+    if "NOT SUPPORTED" in words:
+        return "NOT SUPPORTED"
+    if None in words:
+        return PENDING
+    return "SUPPORTED" if all(w == "SUPPORTED" for w in words) else "INCONCLUSIVE"

@@ -77,6 +77,22 @@ def test_a_share_uses_the_exact_binomial_interval():
     assert V.share_check("x", 6, 10, ">=", 0.5).outcome == "inconclusive"
 
 
+def test_a_claims_bottom_line_follows_the_registered_combination():
+    rule = V.combination_rule()
+    assert rule["claims"]["C5"] == ["05", "06", "10"] and rule["claims"]["C7"] == ["06", "08", "10"]
+    assert sorted(rule["claims"]) == ["C1", "C2", "C3", "C4", "C5", "C6", "C7"]
+    s, n, i = "SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE"
+    assert V.bottom_line("C5", {"05": s, "06": s, "10": s}) == s
+    assert V.bottom_line("C5", {"05": n, "06": s, "10": None}) == n      # one failure decides
+    assert V.bottom_line("C5", {"05": i, "06": s, "10": s}) == i
+    assert V.bottom_line("C5", {"05": s, "06": None, "10": i}) == V.PENDING
+    assert V.bottom_line("C4", {"04": i}) == i
+    with pytest.raises(ValueError, match="registered ones are"):
+        V.bottom_line("C5", {"05": s, "06": s})
+    with pytest.raises(ValueError, match="unknown verdict words"):
+        V.bottom_line("C4", {"04": "MAYBE"})
+
+
 def test_the_report_reads_v3_lines_back():
     import nbformat
     from dlgn_lib import report
