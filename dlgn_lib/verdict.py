@@ -210,9 +210,30 @@ def difference(trained, init):
 SMOKE_MARK = "SMOKE TEST"
 
 
-def smoke_test(claim: str, full_result: str) -> None:
-    """Print that quick runs the code of ``claim``'s checks but cannot decide it, and the full result."""
-    print(f"{SMOKE_MARK} (quick cannot decide {claim}; the full result is {full_result})")
+def recorded_full(notebook: str | None, claim: str) -> str:
+    """The ``full`` verdict of ``claim`` recorded for ``notebook`` in ``docs/full_results.json``, as
+    "SUPPORTED (4 of 4 checks pass)", or "not recorded"."""
+    if notebook is None:
+        return "not recorded"
+    from dlgn_lib import report
+    try:
+        entry = json.loads(report.FULL_RECORD.read_text())["notebooks"].get(notebook)
+    except (OSError, ValueError):
+        return "not recorded"
+    for v in report._verdicts_from_record(entry) if entry else []:
+        if v.claim == claim:
+            counts = f"{v.n_pass} of {v.n_checks} checks pass"
+            if any(c.low is not None for c in v.checks):
+                outcomes = [c.outcome for c in v.checks]
+                counts += f", {outcomes.count(FAIL)} fail, {outcomes.count(INCONCLUSIVE)} inconclusive"
+            return f"{v.word} ({counts})"
+    return "not recorded"
+
+
+def smoke_line(claim: str, why: str, notebook: str | None) -> str:
+    """``SMOKE TEST C5 [quick] (quick cannot decide C5: why; the full result is …)``."""
+    return (f"{SMOKE_MARK} {claim} [quick] (quick cannot decide {claim}: {why}; the full result in "
+            f"docs/full_results.json is {recorded_full(notebook, claim)})")
 
 
 def evaluate(claim: str, checks, profile: str) -> Verdict:
@@ -223,14 +244,24 @@ def evaluate(claim: str, checks, profile: str) -> Verdict:
     return Verdict(claim, profile, checks)
 
 
-def verdict(claim: str, checks, profile: str) -> None:
+def verdict(claim: str, checks, profile: str, smoke: str | None = None) -> None:
     """Print a claim's checks and its verdict line (see ``evaluate``); returns nothing, so the
     notebook shows the printed lines only.
+
+    ``smoke``: why ``quick`` cannot decide the claim (its rule says so, reconstruction §8.1). Under
+    ``quick`` the checks are then printed with a ``SMOKE TEST`` line naming the recorded ``full``
+    result in place of the verdict line.
 
     Under ``quick``, a check whose pass/fail changed across CPU code paths in ``docs/spread.json``
     (reconstruction §7) is named below the verdict line as a fragile result.
     """
     result = evaluate(claim, checks, profile)
+    if smoke is not None and profile == "quick":
+        from dlgn_lib import config
+        made_by = config.made_by()
+        print("\n".join(c.line() for c in result.checks))
+        print(smoke_line(claim, smoke, made_by["notebook"] if made_by else None))
+        return
     print(result.text())
     if profile == "quick":
         from dlgn_lib import config

@@ -192,6 +192,37 @@ def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = 
             "tolerance_factor": reproduce.TOLERANCE_FACTOR, "notebooks": notebooks}
 
 
+def replace_notebooks(old: Mapping, new: Mapping, only: Sequence[str]) -> dict:
+    """The record ``old`` with the entries of the notebooks ``only`` measured anew in ``new``.
+
+    For notebooks whose committed outputs changed (a new rule, new seeds), the old entries measure
+    outputs that no longer exist, so they cannot be merged: they are replaced by this machine's
+    measurement, named ``<code path> @ <machine>``, and the entry says which machine measured it.
+    The other notebooks' entries, from every machine, are kept as they were.
+    """
+    label = machine_label(new["machine"])
+    merged = {k: v for k, v in old.items() if k != "notebooks"}
+    merged["notebooks"] = dict(old.get("notebooks", {}))
+    for nb_id in only:
+        entry = new["notebooks"].get(nb_id)
+        if entry is None or entry.get("failed") and len(entry["failed"]) == len(new.get("variants", {})):
+            raise ValueError(f"notebook {nb_id}: no code path ran it; nothing to replace its record with")
+        rename = {name: f"{name} @ {label}" for name in new.get("variants", {})}
+        entry = json.loads(json.dumps(entry))
+        entry["variants"] = [rename.get(n, n) for n in entry["variants"]]
+        entry["failed"] = {rename.get(k, k): v for k, v in entry.get("failed", {}).items()}
+        entry["checks"] = {c: {rename.get(k, k): v for k, v in o.items()} for c, o in entry["checks"].items()}
+        entry["figures"] = {f: {rename.get(k, k): v for k, v in o.items()} for f, o in entry["figures"].items()}
+        for output in entry["outputs"].values():
+            if isinstance(output, dict) and isinstance(output.get("values"), dict):
+                output["values"] = {rename.get(k, k): v for k, v in output["values"].items()}
+        entry["measured_on"] = {"machine": label, "code_version": new.get("code_version")}
+        merged["notebooks"][nb_id] = entry
+    merged["variants"] = {**old.get("variants", {}),
+                          **{f"{n} @ {label}": env for n, env in new.get("variants", {}).items()}}
+    return merged
+
+
 def merge_records(old: Mapping, new: Mapping) -> dict:
     """One spread record from two: every code path of both, each output's ranges over all of them.
 
@@ -325,6 +356,8 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
         label = machine_label()
         data = merge_records(reproduce.load_record(record),
                              build_record({f"{name} @ {label}": folder for name, folder in dirs.items()}))
+    elif only:
+        data = replace_notebooks(reproduce.load_record(record), build_record(dirs), only)
     else:
         data = build_record(dirs)
     tmp = record.with_name(f".{record.name}.tmp{os.getpid()}")
