@@ -403,6 +403,8 @@ class NotebookCheck:
     seconds: float = 0.0
     ran: bool = True
     details: tuple = ()
+    intervals: int = 0           # checks with a 90 % interval both in quick and in the full record
+    intervals_overlap: int = 0   # of those, the ones whose quick and full intervals overlap
 
     @property
     def ok(self) -> bool:
@@ -526,31 +528,71 @@ def verify(profile: str = "quick", only: Sequence[str] | None = None, out: Path 
     if run:
         run_series_under(None, out, profile, only, workers, fresh_cache=False)
     record = reproduce.load_record()
-    full_record = json.loads((locations.REPO_ROOT / "docs" / "full_results.json").read_text()) if profile == "full" else {}
+    full_path = locations.REPO_ROOT / "docs" / "full_results.json"
+    full_record = json.loads(full_path.read_text()) if full_path.exists() else {}
+    from dlgn_lib import report
     results = []
     for nb_id, path in committed.items():
         if only and nb_id not in only:
             continue
         executed = out / "notebooks" / path.name
         if profile == "quick":
-            results.append(compare_quick(nb_id, path, executed, out / "figures", record))
+            result = compare_quick(nb_id, path, executed, out / "figures", record)
+            if result.ran:   # this run's quick intervals against the recorded full ones
+                _add_overlaps(result, nb_id, report.verdicts_of(nbformat.read(executed, as_version=4)), full_record)
         else:
-            results.append(compare_full(nb_id, executed, full_record, record))
+            result = compare_full(nb_id, executed, full_record, record)
+            if result.ran:   # the committed quick intervals against this run's full ones
+                _add_overlaps(result, nb_id, report.verdicts_of(nbformat.read(path, as_version=4)),
+                              {"notebooks": {nb_id: report._record_of(executed)}})
+        results.append(result)
     return results
 
 
+def interval_overlaps(quick_verdicts, full_verdicts) -> tuple[int, int, list[str]]:
+    """Rules v3: for each check printed with a 90 % interval under quick and under full (same claim
+    and name), whether the two intervals overlap. Returns (overlapping, compared, one line per check
+    that does not overlap). A quick interval that misses full's says quick measures another thing."""
+    full = {(v.claim, c.name): c for v in full_verdicts for c in v.checks if c.low is not None}
+    compared, overlapping, apart = 0, 0, []
+    for v in quick_verdicts:
+        for c in v.checks:
+            other = full.get((v.claim, c.name))
+            if c.low is None or other is None:
+                continue
+            compared += 1
+            lo, hi = max(float(c.low), float(other.low)), min(float(c.high), float(other.high))
+            if lo <= hi:
+                overlapping += 1
+            else:
+                apart.append(f"{v.claim} {c.name}: quick [{c.low}, {c.high}], full [{other.low}, {other.high}]")
+    return overlapping, compared, apart
+
+
+def _add_overlaps(result: NotebookCheck, nb_id: str, quick_verdicts, full_record: Mapping) -> None:
+    from dlgn_lib import report
+    entry = full_record.get("notebooks", {}).get(nb_id)
+    if not entry:
+        return
+    overlapping, compared, apart = interval_overlaps(quick_verdicts, report._verdicts_from_record(entry))
+    result.intervals, result.intervals_overlap = compared, overlapping
+    result.details = (*result.details, *(f"{nb_id} intervals apart: {line}" for line in apart))
+
+
 def verify_table(results: Sequence[NotebookCheck], profile: str) -> str:
-    rows = [("notebook", "numbers within", "outside (worst)", "words", "verdicts equal", "figures equal", "seconds")]
+    rows = [("notebook", "numbers within", "outside (worst)", "words", "verdicts equal", "figures equal",
+             "quick/full intervals overlap", "seconds")]
     for r in results:
         if not r.ran:
-            rows.append((r.notebook, "-", "-", "-", "not run", "-", "-"))
+            rows.append((r.notebook, "-", "-", "-", "not run", "-", "-", "-"))
             continue
         worst = f"{r.outside} ({r.worst_excess:.2f}x allowed)" if r.numbers else "-"
         rows.append((r.notebook, f"{r.numbers - r.outside} of {r.numbers}", worst,
                      "equal" if not r.text_differences else f"{r.text_differences} differ",
                      ("yes" if not r.fragile_flips else f"yes ({r.fragile_flips} fragile check(s) flipped)")
                      if r.verdicts_equal else "NO",
-                     f"{r.figures_equal} of {r.figures}" if profile == "quick" else "-", f"{r.seconds:.0f}"))
+                     f"{r.figures_equal} of {r.figures}" if profile == "quick" else "-",
+                     f"{r.intervals_overlap} of {r.intervals}" if r.intervals else "-", f"{r.seconds:.0f}"))
     lines = [_table(rows)]
     for r in results:
         lines += [f"  {d}" for d in r.details[:10]]
