@@ -9,6 +9,7 @@ interval and has three outcomes: pass (the interval on the claimed side of the t
 (on the other side), inconclusive (it straddles). A verdict is SUPPORTED when every check passes,
 NOT SUPPORTED when one fails, else INCONCLUSIVE. A check given its values at initialisation is
 refused (``RuleError``) when it already passes there: it would measure nothing.
+
 Earlier verdicts stay visible: ``history`` prints those of ``verdict_history.json`` beside the
 current one (reconstruction §8).
 """
