@@ -238,3 +238,24 @@ def test_new_outputs_of_one_notebook_replace_its_entry_and_keep_the_others():
     assert reproduce.compare_text("x 2.0 [pass] k\n", "x 3.5 [pass] k\n", tolerance).differences
     with pytest.raises(ValueError, match="notebook 99: no code path ran it"):
         verify.replace_notebooks(old, new, ["99"])
+
+
+def test_the_lines_that_follow_from_a_record_are_those_the_record_gives_now():
+    """nbval's sanitize file drops fragile notes and masks the full result a smoke test names,
+    because they follow from docs/spread.json and docs/full_results.json; here they are compared
+    with what those records give now, in every committed notebook."""
+    import re
+    from dlgn_lib import report, verdict
+    patterns = reproduce.sanitize_patterns()
+    assert any("full_results" in regex for regex, _ in patterns) and any("fragile" in regex for regex, _ in patterns)
+    smoke = re.compile(r"^SMOKE TEST (\S+) \[quick\] \(quick cannot decide \S+: (.*); the full result in ")
+    for path in locations.find_notebooks(locations.REPO_ROOT / "notebooks"):
+        nb_id = locations.notebook_id(path)
+        nb = nbformat.read(path, as_version=4)
+        lines = report._stdout_lines(nb)
+        expected_fragile = [line for v in report.verdicts_of(nb) if v.profile == "quick" and v.word != "SMOKE TEST"
+                            for line in verdict.fragile_lines(nb_id, [c.name for c in v.checks])]
+        assert [ln for ln in lines if ln.startswith(verdict.FRAGILE_MARK)] == expected_fragile, nb_id
+        for line in lines:
+            if m := smoke.match(line):
+                assert line == verdict.smoke_line(m[1], m[2], nb_id), f"{nb_id}: run python -m dlgn_lib.series outputs --only {nb_id}"
