@@ -341,6 +341,7 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
         "sequential": lambda: [train.train(c, device=device, progress=False, dataset=dataset)
                                for c in configs],
         "together": lambda: fused.train_seeds(configs, device=device, progress=False, dataset=dataset),
+        "one seed": lambda: fused.train_seeds(configs[:1], device=device, progress=False, dataset=dataset),
         "sd1 plain": plain_one,
         "sd1 fused": sd1_fused(sd1[:1]),
         f"sd1 plain ×{len(sd1)}": lambda: [run() for run in plain_many],
@@ -418,6 +419,12 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
             ("<=", 1.6)),
         Row(f"{sizes.n_seeds} seeds one by one / together ({seeds})",
             per_repeat(lambda r: times["sequential"][r] / times["together"][r]), (">=", 5.0)),
+        # rules v3 (reconstruction §8.1) takes every check over 5-10 seeds: what a notebook's seed
+        # count costs, in runs of one seed, when the seeds train together
+        Row(f"cost of {sizes.n_seeds} seeds in one-seed runs: together / one seed ({seeds})",
+            per_repeat(lambda r: times["together"][r] / times["one seed"][r]), unit=" runs"),
+        Row(f"cost of {n_sd1} seeds in one-seed runs: together / one seed ({sd1_name}, passes 1-{e_sd1})",
+            per_repeat(lambda r: times[f"sd1 fused ×{n_sd1}"][r] / times["sd1 fused"][r]), unit=" runs"),
         Row(f"overlap kernel FLOP/s / matmul FLOP/s ({kernel})",
             per_repeat(lambda r: rate("kernel", r) / rate("matmul", r)), (">=", 0.5)),
         Row("training FLOP/s / matmul FLOP/s, ReLU step",

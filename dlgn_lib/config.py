@@ -364,6 +364,55 @@ def for_notebook(notebook: str, profile: str = "quick", seed: int = 0, **overrid
     return NotebookConfig(notebook, profile, seed, MappingProxyType(sizes))
 
 
+#: Keys that count or size things (reconstruction §5): where quick is a miniature of full, these are
+#: the only keys in which the two may differ. Widths may shrink, never their number (the depth).
+SIZE_KEYS = frozenset({
+    "n", "n_train", "n_seeds", "odt_seeds", "epochs", "odt_epochs", "conv_epochs", "n_snapshots", "eval_every",
+    "n_check", "n_cos_inputs", "n_paths_shown", "n_grid", "n_rotations", "n_relu_points", "fmnist_per_class",
+    "cifar_sizes", "widths", "fmnist_widths", "odt_widths", "conv_channels", "report_sets", "odt_sets",
+    "n_trains", "steps_targets", "mixture_targets",
+})
+#: What ``quick`` is, per notebook (rules v3, reconstruction §8.1): "miniature" (same depth, models,
+#: data kind, estimator and rule as full; only SIZE_KEYS differ), "smoke test" (quick prints its
+#: checks and a SMOKE TEST line, no verdict), "no verdict" (a primer, a table or a map), or "not
+#: yet a miniature: why" for a notebook whose rule has not been moved to rules v3.
+QUICK_IS: dict[str, str] = {
+    "00": "no verdict", "09": "no verdict", "11": "no verdict",
+    "10": "smoke test",
+    "01": "not yet a miniature: quick trains at another learning rate (rules v1)",
+    "02": "not yet a miniature: quick trains at another learning rate (rules v2)",
+    "03": "not yet a miniature: quick trains at another learning rate (rules v1)",
+    "04": "not yet a miniature: quick stops after 470 steps, inside the training transient of the ReLU "
+          "cosines, at another learning rate and batch size (rules v1)",
+    "05": "not yet a miniature: quick trains at another learning rate (rules v2)",
+    "06": "not yet a miniature: quick trains at another learning rate (rules v2)",
+    "07": "not yet a miniature: quick nets have 4 layers and full nets 6, so \"the deepest layer\" is another "
+          "layer; another learning rate and batch size (rules v2)",
+    "08": "not yet a miniature: it reads 06's and 07's runs (rules v2)",
+}
+
+
+#: Notebooks whose runs are another notebook's (same configs, shared cache entries).
+READS_RUNS_OF = {"08": ("06", "07")}
+
+
+def profile_differences(notebook: str) -> tuple[list[str], list[str]]:
+    """The keys whose values differ between a notebook's quick and full, split into size keys
+    (``SIZE_KEYS``, same depth) and the rest (another setting, or widths of another depth). The
+    keys of notebooks whose runs it reads (``READS_RUNS_OF``) count too, named "06: lr"."""
+    sizes, other = [], []
+    for source in (notebook, *READS_RUNS_OF.get(notebook, ())):
+        quick, full = NOTEBOOK_SIZES[source]["quick"], NOTEBOOK_SIZES[source]["full"]
+        prefix = "" if source == notebook else f"{source}: "
+        for key in dict.fromkeys([*quick, *full]):
+            if quick.get(key) == full.get(key):
+                continue
+            same_depth = (not key.endswith(("widths", "channels"))
+                          or len(quick.get(key) or ()) == len(full.get(key) or ()))
+            (sizes if key in SIZE_KEYS and same_depth else other).append(prefix + key)
+    return sizes, other
+
+
 #: Per notebook, per profile: sizes and counts only (reconstruction §5). ``full`` is the paper-scale setting.
 NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "00": {

@@ -70,30 +70,49 @@ LIVE = {
 #: How the recorded ``full`` run was made (the record's ``note`` adds what was cached).
 FULL_SETTING = "a 2-core CPU, two notebooks side by side, one torch thread each"
 
-_CHECK = re.compile(r"^\s*\[(pass|FAIL)\] (.*) = (\S+)  \(threshold: (\S+) (\S+)\)$")
-_VERDICT = re.compile(r"^VERDICT (\S+) \[(\w+)\]: (SUPPORTED|NOT SUPPORTED) \((\d+) of (\d+) checks pass\)$")
+_CHECK = re.compile(r"^\s*\[(pass|FAIL|inconclusive)\] (.*) = (\S+)(?:, 90% \[(\S+), (\S+)\])?"
+                    r"  \(threshold: (\S+) (\S+)(?:; (.*))?\)$")
+_VERDICT = re.compile(r"^VERDICT (\S+) \[(\w+)\]: (SUPPORTED|NOT SUPPORTED|INCONCLUSIVE) \((\d+) of (\d+) checks pass"
+                      r"(?:, (\d+) fail, (\d+) inconclusive)?\)$")
+_SMOKE = re.compile(r"^SMOKE TEST (\S+) \[(\w+)\] \(quick cannot decide ")
+_OUTCOME_OF_MARK = {"pass": "pass", "FAIL": "fail", "inconclusive": "inconclusive"}
 
 
 @dataclass(frozen=True)
 class Check:
+    """A printed check: its value as printed, and for a check over seeds (rules v3) its interval
+    and how it was computed ("mean over 10 seeds, exact bootstrap")."""
     name: str
     value: str
     op: str
     threshold: str
-    passed: bool
+    outcome: str
+    low: str | None = None
+    high: str | None = None
+    over: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "pass"
 
 
 @dataclass(frozen=True)
 class Verdict:
     claim: str
     profile: str
-    supported: bool
+    word: str
     n_pass: int
     n_checks: int
     checks: tuple[Check, ...]
 
+    @property
+    def supported(self) -> bool:
+        return self.word == "SUPPORTED"
+
     def short(self) -> str:
-        word = "SUPPORTED" if self.supported else "**NOT SUPPORTED**"
+        if self.word == "SMOKE TEST":
+            return f"*SMOKE TEST* (no verdict; {self.n_pass} of {self.n_checks} checks pass)"
+        word = {"SUPPORTED": "SUPPORTED", "NOT SUPPORTED": "**NOT SUPPORTED**"}.get(self.word, f"*{self.word}*")
         return f"{word}, {self.n_pass} of {self.n_checks}"
 
 
@@ -113,11 +132,15 @@ def verdicts_of(nb) -> list[Verdict]:
         if line.strip().startswith(EARLIER_MARK):
             continue
         if m := _CHECK.match(line):
-            pending.append(Check(m[2], m[3], m[4], m[5], m[1] == "pass"))
+            pending.append(Check(m[2], m[3], m[6], m[7], _OUTCOME_OF_MARK[m[1]], m[4], m[5], m[8]))
         elif m := _VERDICT.match(line.strip()):
             if len(pending) != int(m[5]):
                 raise ValueError(f"verdict {m[1]}: {int(m[5])} checks announced, {len(pending)} printed above it")
-            found.append(Verdict(m[1], m[2], m[3] == "SUPPORTED", int(m[4]), int(m[5]), tuple(pending)))
+            found.append(Verdict(m[1], m[2], m[3], int(m[4]), int(m[5]), tuple(pending)))
+            pending = []
+        elif m := _SMOKE.match(line.strip()):   # quick cannot decide the claim: its checks, no verdict
+            found.append(Verdict(m[1], m[2], "SMOKE TEST", sum(c.passed for c in pending), len(pending),
+                                 tuple(pending)))
             pending = []
     return found
 
@@ -144,14 +167,29 @@ def _notebooks(folder: Path) -> dict[str, Path]:
 def _record_of(path: Path) -> dict:
     nb = nbformat.read(path, as_version=4)
     return {"notebook": path.name, "seconds": round(seconds_of(nb)),
-            "verdicts": [{"claim": v.claim, "profile": v.profile, "supported": v.supported, "n_pass": v.n_pass,
-                          "n_checks": v.n_checks, "checks": [c.__dict__ for c in v.checks]}
+            "verdicts": [{"claim": v.claim, "profile": v.profile, "word": v.word, "n_pass": v.n_pass,
+                          "n_checks": v.n_checks, "checks": [_check_record(c) for c in v.checks]}
                          for v in verdicts_of(nb)]}
 
 
+def _check_record(check: Check) -> dict:
+    """A check for the record; the interval fields only where the check has them (rules v3)."""
+    return {k: v for k, v in check.__dict__.items() if v is not None}
+
+
 def _verdicts_from_record(entry: dict) -> list[Verdict]:
-    return [Verdict(v["claim"], v["profile"], v["supported"], v["n_pass"], v["n_checks"],
-                    tuple(Check(**c) for c in v["checks"])) for v in entry["verdicts"]]
+    """Verdicts of a record entry; entries recorded before rules v3 say ``supported`` and ``passed``."""
+    def check(c: dict) -> Check:
+        c = dict(c)
+        if "passed" in c:
+            c["outcome"] = "pass" if c.pop("passed") else "fail"
+        return Check(**c)
+
+    def word(v: dict) -> str:
+        return v["word"] if "word" in v else ("SUPPORTED" if v["supported"] else "NOT SUPPORTED")
+
+    return [Verdict(v["claim"], v["profile"], word(v), v["n_pass"], v["n_checks"],
+                    tuple(check(c) for c in v["checks"])) for v in entry["verdicts"]]
 
 
 def code_path_of(path: Path) -> str:
@@ -184,10 +222,12 @@ def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
         entry["note"] = old["notebooks"].get(nb_id, {}).get("note", "")
         entry["code_version"], entry["machine"] = version, machine
         entry["code_path"] = code_path_of(path)
+        entry["rule"] = current_rule(nb_id)
         old["notebooks"][nb_id] = entry
     old["about"] = ("Verdicts and runtimes of the series executed with PROFILE=full (python -m dlgn_lib.report "
                     "record FOLDER); `note` says how a notebook was run, `code_version` and `machine` (CPU, "
-                    "numeric code path, library versions) what ran it; entries without them predate that.")
+                    "numeric code path, library versions) what ran it, `rule` the version of the notebook's "
+                    "verdict rule it ran under; entries without them predate that.")
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     return old
@@ -203,6 +243,7 @@ class Measured:
     full: list | None
     full_seconds: float | None
     full_note: str
+    full_rule: int | None = None   # the rule version the full run was recorded under (None: before rules v3)
 
 
 def measured(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> dict[str, Measured]:
@@ -213,7 +254,8 @@ def measured(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) ->
         entry = full.get(nb_id)
         out[nb_id] = Measured(nb_id, path.stem, verdicts_of(nb), seconds_of(nb),
                               _verdicts_from_record(entry) if entry else None,
-                              entry["seconds"] if entry else None, entry.get("note", "") if entry else "")
+                              entry["seconds"] if entry else None, entry.get("note", "") if entry else "",
+                              entry.get("rule") if entry else None)
     return out
 
 
@@ -222,9 +264,16 @@ def _seconds(value: float | None) -> str:
 
 
 def _failing(verdict: Verdict) -> str:
-    failed = [c for c in verdict.checks if not c.passed]
-    return "" if not failed else " — fails: " + "; ".join(
-        f"{c.name} = {c.value} (needs {c.op} {c.threshold})" for c in failed)
+    """The checks that did not pass: "— fails: …" and, under rules v3, "— inconclusive: …"."""
+    def show(c: Check) -> str:
+        spread = f", 90% [{c.low}, {c.high}]" if c.low is not None else ""
+        return f"{c.name} = {c.value}{spread} (needs {c.op} {c.threshold})"
+    text = ""
+    for outcome, label in (("fail", "fails"), ("inconclusive", "inconclusive")):
+        found = [c for c in verdict.checks if c.outcome == outcome]
+        if found:
+            text += f" — {label}: " + "; ".join(show(c) for c in found)
+    return text
 
 
 def _verdict_cell(m: Measured, claim: str, profile: str) -> str:
@@ -239,20 +288,61 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def current_rule(notebook: str) -> int:
+    """The version of a notebook's verdict rule now: the highest registered (1 when none is)."""
+    from dlgn_lib.verdict import registered_rules
+    return max((r["version"] for r in registered_rules(notebook)), default=1)
+
+
+def full_is_current(m: Measured) -> bool:
+    """Whether the recorded full run of a notebook ran under its current rule. An entry recorded
+    before rules v3 says no rule version; it is current while the notebook has no v3 rule."""
+    if m.full is None:
+        return False
+    rule = m.full_rule if m.full_rule is not None else (current_rule(m.notebook) if current_rule(m.notebook) < 3 else None)
+    return rule == current_rule(m.notebook)
+
+
+def bottom_line_cell(data: dict[str, Measured], claim: str) -> str:
+    """A claim's bottom line under full (``verdict.bottom_line``), with each notebook's part."""
+    from dlgn_lib.verdict import PENDING, bottom_line, combination_rule
+    words, parts = {}, []
+    for n in combination_rule()["claims"][claim]:
+        mine = [v for v in (data[n].full or []) if v.claim == claim]
+        current = full_is_current(data[n]) and bool(mine)
+        words[n] = mine[0].word if current else None
+        rule = f"rules v{current_rule(n)}"
+        parts.append(f"{n}: {mine[0].short()} ({rule})" if current else
+                     f"{n}: no `full` run under {rule} yet" + (f" (earlier rule: {mine[0].short()})" if mine else ""))
+    line = bottom_line(claim, words)
+    shown = {"SUPPORTED": "SUPPORTED", "NOT SUPPORTED": "**NOT SUPPORTED**"}.get(line, f"*{line}*")
+    return f"{shown}" + ("" if line != PENDING else " (a notebook has no `full` verdict under its current rule)") \
+        + "<br>" + "<br>".join(parts)
+
+
 def claims_table(data: dict[str, Measured]) -> str:
-    rows = ["| id | claim (paraphrased from the abstract) | notebook | `quick` verdict | `full` verdict | earlier verdicts |",
-            "|---|---|---|---|---|---|"]
+    """One line per claim: its bottom line under full (the registered combination of its notebooks,
+    reconstruction §8.1), its quick results, and where it is shown."""
+    rows = ["| id | claim (paraphrased from the abstract) | bottom line (`full`) | `quick` | shown in |",
+            "|---|---|---|---|---|"]
     for claim, text, notebooks in CLAIMS:
         links = ", ".join(f"[{data[n].name.replace('_', ' ', 1)}](notebooks/{data[n].name}.ipynb)" for n in notebooks)
-        cells = []
-        for profile in ("quick", "full"):
-            parts = [f"{n}: {_verdict_cell(data[n], claim, profile)}" for n in notebooks
-                     if _verdict_cell(data[n], claim, profile) != "—"]
-            cells.append("<br>".join(parts) or "— (no verdict)")
-        earlier = "<br>".join(f"{n}: {e['verdict']}" for n in notebooks for e in earlier_verdicts(n)
-                              if e["verdict"].startswith(claim + " ")) or "—"
-        rows.append(f"| {claim} | {_escape(text)} | {links} | {_escape(cells[0])} | {_escape(cells[1])} | "
-                    f"{_escape(earlier)} |")
+        quick = "<br>".join(f"{n}: {_verdict_cell(data[n], claim, 'quick')}" for n in notebooks
+                            if _verdict_cell(data[n], claim, "quick") != "—") or "— (no verdict)"
+        bottom = bottom_line_cell(data, claim) if claim.startswith("C") else "— (no verdict)"
+        rows.append(f"| {claim} | {_escape(text)} | {_escape(bottom)} | {_escape(quick)} | {links} |")
+    return "\n".join(rows)
+
+
+def history_table() -> str:
+    """Every earlier verdict (``verdict_history.json``): claim, notebook, the setting it was measured
+    under (rule version, convention, profile) and why it was superseded."""
+    from dlgn_lib.verdict import HISTORY_FILE
+    rows = ["| claim | notebook | earlier verdict | setting | why it was superseded |", "|---|---|---|---|---|"]
+    for nb, entries in json.loads(HISTORY_FILE.read_text())["notebooks"].items():
+        for e in entries:
+            claim = e["verdict"].split(" ", 1)[0]
+            rows.append(f"| {claim} | {nb} | {_escape(e['verdict'])} | {_escape(e['setting'])} | {_escape(e['reason'])} |")
     return "\n".join(rows)
 
 
@@ -283,9 +373,19 @@ def results_block(m: Measured, spread: dict | None = None) -> str:
         how = (" with a warm run cache" if profile == "quick"
                else f" ({FULL_SETTING}; {m.full_note})" if m.full_note else f" ({FULL_SETTING})")
         lines.append(f"**`{profile}`** ran in {_seconds(seconds)}{how}.")
+        if profile == "full" and not full_is_current(m):
+            lines[-1] += (f" It ran under rules v{m.full_rule}" if m.full_rule is not None else
+                          " It ran under the rule before rules v3") + \
+                f"; rules v{current_rule(m.notebook)} has no `full` run yet."
         for v in verdicts:
-            lines += ["", f"{v.claim}: {v.short()}", "", "| check | value | threshold | |", "|---|---|---|---|"]
-            lines += [f"| {_escape(c.name)} | {c.value} | {c.op} {c.threshold} | {'pass' if c.passed else 'FAIL'}"
+            seeds = any(c.low is not None for c in v.checks)   # rules v3: checks over seeds with intervals
+            lines += ["", f"{v.claim}: {v.short()}", ""]
+            lines += (["| check | value | 90% interval | threshold | over | |", "|---|---|---|---|---|---|"] if seeds
+                      else ["| check | value | threshold | |", "|---|---|---|---|"])
+            lines += [f"| {_escape(c.name)} | {c.value} | "
+                      + (f"{c.low} to {c.high} | " if seeds and c.low is not None else "— | " if seeds else "")
+                      + f"{c.op} {c.threshold} | " + (f"{_escape(c.over or '—')} | " if seeds else "")
+                      + f"{c.outcome if c.outcome != 'fail' else 'FAIL'}"
                       f"{_fragile(outcomes.get(c.name, {})) if profile == 'quick' else ''} |" for c in v.checks]
         if not verdicts:
             lines.append("No verdict in this notebook.")
@@ -295,8 +395,10 @@ def results_block(m: Measured, spread: dict | None = None) -> str:
 
 def _fragile(outcomes: dict) -> str:
     outcomes = {k: v for k, v in outcomes.items() if k != "committed"}   # code paths only
-    passed = sum(outcomes.values())
-    return f" (fragile: passes under {passed} of {len(outcomes)} CPU code paths)" if 0 < passed < len(outcomes) else ""
+    named = ["pass" if v is True else "fail" if v is False else v for v in outcomes.values()]
+    if len(set(named)) < 2:
+        return ""
+    return f" (fragile: passes under {named.count('pass')} of {len(named)} CPU code paths)"
 
 
 def _replace_block(text: str, name: str, body: str, where: str) -> str:
@@ -369,6 +471,7 @@ def generated(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -
     out = {}
     readme = README.read_text()
     readme = _replace_block(readme, "claims", claims_table(data), str(README))
+    readme = _replace_block(readme, "history", history_table(), str(README))
     from dlgn_lib import reproduce
     spread = reproduce.load_record()
     readme = _replace_block(readme, "spread", spread_table(spread), str(README))

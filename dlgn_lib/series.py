@@ -56,6 +56,12 @@ from dlgn_lib.locations import REPO_ROOT, build_dir, display_path, find_notebook
 # Kernel name that always means "ipykernel on the interpreter running the series".
 CURRENT_INTERPRETER_KERNEL = "dlgn-halfspace"
 VERDICT_MARK = "SUPPORTED"  # also matches "NOT SUPPORTED"
+#: Words of a verdict line besides VERDICT_MARK (rules v3): a verdict that the data cannot decide,
+#: and quick's line in place of a verdict it cannot give.
+OTHER_VERDICT_MARKS = ("INCONCLUSIVE", "SMOKE TEST")
+#: A registered rule printed by ``dl.verdict.rules`` ("C5, C7 rule v3 (registered ..."): its
+#: statement names the verdict words, but it is not a verdict.
+_RULE_LINE = re.compile(r"^\S+(?:, \S+)* rule v\d+ \(registered ")
 NO_VERDICT = "—"
 
 
@@ -184,14 +190,16 @@ def check_kernel(kernel_name: str) -> None:
 
 
 def extract_verdicts(nb: nbformat.NotebookNode) -> list[str]:
-    """Lines printed to stdout by the notebook's cells that contain "SUPPORTED", in order; earlier
-    verdicts that a notebook prints beside its current one (``verdict.history``) are left out."""
+    """Lines printed to stdout by the notebook's cells that contain "SUPPORTED" (or "INCONCLUSIVE",
+    "SMOKE TEST"), in order; earlier verdicts that a notebook prints beside its current one
+    (``verdict.history``) are left out."""
     lines = []
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream" and output.get("name") == "stdout":
                 lines += [line.strip() for line in output["text"].splitlines()
-                          if VERDICT_MARK in line and not line.strip().startswith(EARLIER_MARK)]
+                          if any(mark in line for mark in (VERDICT_MARK, *OTHER_VERDICT_MARKS))
+                          and not line.strip().startswith(EARLIER_MARK) and not _RULE_LINE.match(line)]
     return lines
 
 

@@ -3,6 +3,13 @@
 Each check prints its metric, the comparison and the threshold; the verdict line reads
 ``VERDICT C5 [quick]: SUPPORTED (3 of 3 checks pass)`` or ``NOT SUPPORTED``. Nothing here adjusts
 a threshold: a claim that fails its checks is reported as not supported, with its numbers.
+
+Rules v3 (reconstruction §8.1): a check over seeds (``seed_check``, ``share_check``) carries a 90 %
+interval and has three outcomes: pass (the interval on the claimed side of the threshold), fail
+(on the other side), inconclusive (it straddles). A verdict is SUPPORTED when every check passes,
+NOT SUPPORTED when one fails, else INCONCLUSIVE. A check given its values at initialisation is
+refused (``RuleError``) when it already passes there: it would measure nothing.
+
 Earlier verdicts stay visible: ``history`` prints those of ``verdict_history.json`` beside the
 current one (reconstruction §8).
 """
@@ -46,10 +53,74 @@ class Check:
     def passed(self) -> bool:
         return not math.isnan(float(self.value)) and bool(_OPS[self.op](float(self.value), self.threshold))
 
+    @property
+    def outcome(self) -> str:
+        """"pass" or "fail": a single number has no third outcome."""
+        return PASS if self.passed else FAIL
+
     def line(self) -> str:
         mark = "pass" if self.passed else "FAIL"
         return (f"  [{mark}] {self.name} = {format_number(self.value, self.digits)}"
                 f"  (threshold: {self.op} {format_number(self.threshold, self.digits)})")
+
+
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+#: How each outcome is marked at the start of a check's line.
+MARKS = {PASS: "pass", FAIL: "FAIL", INCONCLUSIVE: "inconclusive"}
+#: The verdict words (rules v3 adds INCONCLUSIVE).
+WORDS = ("SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE")
+
+
+class RuleError(ValueError):
+    """A verdict rule that cannot measure its claim (a check that already passes at initialisation)."""
+
+
+def outcome_of(low: float, high: float, op: str, threshold: float) -> str:
+    """pass when the whole interval [low, high] satisfies ``op threshold``, fail when none of it
+    does, else inconclusive. A NaN end fails."""
+    if math.isnan(low) or math.isnan(high):
+        return FAIL
+    compare = _OPS[op]
+    if compare(low, threshold) and compare(high, threshold):
+        return PASS
+    if not compare(low, threshold) and not compare(high, threshold):
+        return FAIL
+    return INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class SeedCheck:
+    """A statistic over seeds with its 90 % interval, against a fixed threshold (rules v3).
+
+    ``init`` is the same statistic at initialisation where the check was held against it."""
+    name: str
+    estimate: "intervals.Estimate"
+    op: str
+    threshold: float
+    digits: int = 3
+    init: "intervals.Estimate | None" = None
+
+    def __post_init__(self):
+        if self.op not in _OPS:
+            raise ValueError(f"op={self.op!r} is not allowed; choose one of {list(_OPS)}")
+
+    @property
+    def value(self) -> float:
+        return self.estimate.value
+
+    @property
+    def outcome(self) -> str:
+        return outcome_of(self.estimate.low, self.estimate.high, self.op, self.threshold)
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == PASS
+
+    def line(self) -> str:
+        e, f = self.estimate, (lambda v: format_number(v, self.digits))
+        spread = "" if e.method == "exact" else f", 90% [{f(e.low)}, {f(e.high)}]"
+        return (f"  [{MARKS[self.outcome]}] {self.name} = {f(e.value)}{spread}"
+                f"  (threshold: {self.op} {f(self.threshold)}; {e.statistic} over {e.n} seeds, {e.method})")
 
 
 @dataclass(frozen=True)
@@ -62,18 +133,108 @@ class Verdict:
     def supported(self) -> bool:
         return all(c.passed for c in self.checks)
 
+    @property
+    def word(self) -> str:
+        """SUPPORTED when every check passes, NOT SUPPORTED when one fails, else INCONCLUSIVE."""
+        outcomes = [c.outcome for c in self.checks]
+        if all(o == PASS for o in outcomes):
+            return "SUPPORTED"
+        return "NOT SUPPORTED" if FAIL in outcomes else "INCONCLUSIVE"
+
     def text(self) -> str:
-        n_pass = sum(c.passed for c in self.checks)
-        word = "SUPPORTED" if self.supported else "NOT SUPPORTED"
+        outcomes = [c.outcome for c in self.checks]
         lines = [c.line() for c in self.checks]
-        lines.append(f"VERDICT {self.claim} [{self.profile}]: {word} "
-                     f"({n_pass} of {len(self.checks)} checks pass)")
+        counts = f"{outcomes.count(PASS)} of {len(self.checks)} checks pass"
+        if any(isinstance(c, SeedCheck) for c in self.checks):   # rules v3: all three outcomes counted
+            counts += f", {outcomes.count(FAIL)} fail, {outcomes.count(INCONCLUSIVE)} inconclusive"
+        lines.append(f"VERDICT {self.claim} [{self.profile}]: {self.word} ({counts})")
         return "\n".join(lines)
 
 
 def check(name: str, value: float, op: str, threshold: float, digits: int = 3) -> Check:
     """A check ``value op threshold``, e.g. ``check("max |path sum - forward|", err, "<=", 1e-10)``."""
     return Check(name, float(value), op, float(threshold), digits)
+
+
+def seed_check(name: str, values, op: str, threshold: float, *, statistic: str = "mean", init=None,
+               digits: int = 3) -> SeedCheck:
+    """A check of a statistic over seeds with its 90 % seed-bootstrap interval (rules v3).
+
+    Args:
+        values: one number per seed (pairs per seed for "ratio of means"); a trained − init
+            difference is passed as such (``difference``).
+        statistic: "mean", "median" or "ratio of means" (``intervals.STATISTICS``).
+        init: the same per-seed values at initialisation. The check is computed on them too, and
+            refused when it passes there.
+
+    Raises:
+        RuleError: the check passes at initialisation, so it measures nothing.
+    """
+    from dlgn_lib import intervals
+    estimate = intervals.bootstrap(values, statistic)
+    at_init = None
+    if init is not None:
+        at_init = intervals.bootstrap(init, statistic)
+        if outcome_of(at_init.low, at_init.high, op, float(threshold)) == PASS:
+            raise RuleError(
+                f"check {name!r} already passes at initialisation ({statistic} {format_number(at_init.value)}, "
+                f"90% [{format_number(at_init.low)}, {format_number(at_init.high)}] {op} {format_number(threshold)}): "
+                "it measures nothing; compare trained with init (trained − init) instead")
+    return SeedCheck(name, estimate, op, float(threshold), digits, at_init)
+
+
+def share_check(name: str, successes: int, trials: int, op: str, threshold: float, digits: int = 3) -> SeedCheck:
+    """A share of seeds (or runs) with the exact Clopper–Pearson interval (rules v3)."""
+    from dlgn_lib import intervals
+    estimate = intervals.clopper_pearson(successes, trials)
+    return SeedCheck(name, estimate, op, float(threshold), digits)
+
+
+def exact_check(name: str, value: float, n_seeds: int, op: str, threshold: float, digits: int = 3,
+                statistic: str = "worst case") -> SeedCheck:
+    """A number with no sampling uncertainty over ``n_seeds`` seeds (the worst case of an identity,
+    checked on every seed): pass or fail, never inconclusive."""
+    from dlgn_lib import intervals
+    return SeedCheck(name, intervals.exact(value, n_seeds, statistic), op, float(threshold), digits)
+
+
+def difference(trained, init):
+    """Per-seed trained − init, seed by seed (both in the same seed order)."""
+    import numpy as np
+    trained, init = np.asarray(trained, dtype=float), np.asarray(init, dtype=float)
+    if trained.shape != init.shape:
+        raise ValueError(f"trained and init must have one value per seed each; shapes {trained.shape} and {init.shape}")
+    return trained - init
+
+
+#: How a quick run that cannot decide a claim says so, in place of a verdict (reconstruction §5).
+SMOKE_MARK = "SMOKE TEST"
+
+
+def recorded_full(notebook: str | None, claim: str) -> str:
+    """The ``full`` verdict of ``claim`` recorded for ``notebook`` in ``docs/full_results.json``, as
+    "SUPPORTED (4 of 4 checks pass)", or "not recorded"."""
+    if notebook is None:
+        return "not recorded"
+    from dlgn_lib import report
+    try:
+        entry = json.loads(report.FULL_RECORD.read_text())["notebooks"].get(notebook)
+    except (OSError, ValueError):
+        return "not recorded"
+    for v in report._verdicts_from_record(entry) if entry else []:
+        if v.claim == claim:
+            counts = f"{v.n_pass} of {v.n_checks} checks pass"
+            if any(c.low is not None for c in v.checks):
+                outcomes = [c.outcome for c in v.checks]
+                counts += f", {outcomes.count(FAIL)} fail, {outcomes.count(INCONCLUSIVE)} inconclusive"
+            return f"{v.word} ({counts})"
+    return "not recorded"
+
+
+def smoke_line(claim: str, why: str, notebook: str | None) -> str:
+    """``SMOKE TEST C5 [quick] (quick cannot decide C5: why; the full result is …)``."""
+    return (f"{SMOKE_MARK} {claim} [quick] (quick cannot decide {claim}: {why}; the full result in "
+            f"docs/full_results.json is {recorded_full(notebook, claim)})")
 
 
 def evaluate(claim: str, checks, profile: str) -> Verdict:
@@ -84,14 +245,24 @@ def evaluate(claim: str, checks, profile: str) -> Verdict:
     return Verdict(claim, profile, checks)
 
 
-def verdict(claim: str, checks, profile: str) -> None:
+def verdict(claim: str, checks, profile: str, smoke: str | None = None) -> None:
     """Print a claim's checks and its verdict line (see ``evaluate``); returns nothing, so the
     notebook shows the printed lines only.
+
+    ``smoke``: why ``quick`` cannot decide the claim (its rule says so, reconstruction §8.1). Under
+    ``quick`` the checks are then printed with a ``SMOKE TEST`` line naming the recorded ``full``
+    result in place of the verdict line.
 
     Under ``quick``, a check whose pass/fail changed across CPU code paths in ``docs/spread.json``
     (reconstruction §7) is named below the verdict line as a fragile result.
     """
     result = evaluate(claim, checks, profile)
+    if smoke is not None and profile == "quick":
+        from dlgn_lib import config
+        made_by = config.made_by()
+        print("\n".join(c.line() for c in result.checks))
+        print(smoke_line(claim, smoke, made_by["notebook"] if made_by else None))
+        return
     print(result.text())
     if profile == "quick":
         from dlgn_lib import config
@@ -115,10 +286,17 @@ def fragile_lines(notebook: str | None, names) -> list[str]:
     lines = []
     for name in names:
         outcomes = {k: v for k, v in checks.get(name, {}).items() if k != "committed"}   # code paths only
-        passed = sum(outcomes.values())
-        if 0 < passed < len(outcomes):
-            lines.append(f"{FRAGILE_MARK} {name}: passes under {passed} of {len(outcomes)} "
+        # a check with one number records True / False, a check over seeds its outcome's name
+        named = [PASS if v is True else FAIL if v is False else v for v in outcomes.values()]
+        if len(set(named)) < 2:
+            continue
+        if set(named) <= {PASS, FAIL}:
+            lines.append(f"{FRAGILE_MARK} {name}: passes under {named.count(PASS)} of {len(named)} "
                          f"(docs/spread.json); its pass/fail is not decided by this run alone")
+        else:
+            counts = ", ".join(f"{o} under {named.count(o)}" for o in (PASS, FAIL, INCONCLUSIVE) if o in named)
+            lines.append(f"{FRAGILE_MARK} {name}: {counts} of {len(named)} (docs/spread.json); "
+                         "its outcome is not decided by this run alone")
     return lines
 
 
@@ -189,3 +367,41 @@ def rules(notebook: str) -> None:
               f"{rule['statement']}\n  thresholds: {thresholds}\n  settings: {rule['settings']}\n"
               f"  seeds: {rule['seeds']}\n  targets: {rule['targets']}\n"
               f"  replaces: {rule['replaces']}\n  why: {rule['why']}")
+
+
+def combination_rule() -> dict:
+    """The registered rule by which a claim's notebooks combine into its bottom line (rules v3):
+    ``rule`` (its statement), ``registered`` (date) and ``claims`` (claim → the notebooks judging it)."""
+    combinations = json.loads(RULES_FILE.read_text()).get("combinations")
+    if not combinations or set(combinations) != {"about", "registered", "rule", "claims"}:
+        raise ValueError(f"{RULES_FILE.name}: no well-formed 'combinations' entry (about, registered, rule, claims)")
+    return combinations
+
+
+#: The bottom line of a claim whose notebooks have not all been judged under full.
+PENDING = "pending"
+
+
+def bottom_line(claim: str, verdicts: dict[str, str | None]) -> str:
+    """A claim's bottom line from its notebooks' verdict words under full (``combination_rule``):
+    SUPPORTED when every notebook says SUPPORTED, NOT SUPPORTED when any says NOT SUPPORTED, else
+    INCONCLUSIVE; ``PENDING`` when a notebook has no full verdict (None) and none says NOT SUPPORTED.
+
+    Args:
+        verdicts: notebook id → its verdict word for ``claim`` under full, None where there is none.
+
+    Raises:
+        ValueError: the notebooks are not the registered ones for the claim, or a word is unknown.
+    """
+    notebooks = combination_rule()["claims"].get(claim)
+    if notebooks is None or sorted(verdicts) != sorted(notebooks):
+        raise ValueError(f"claim {claim}: verdicts of notebooks {sorted(verdicts)} given; the registered ones are {notebooks}")
+    words = list(verdicts.values())
+    unknown = [w for w in words if w is not None and w not in WORDS]
+    if unknown:
+        raise ValueError(f"claim {claim}: unknown verdict words {unknown}; known: {list(WORDS)}")
+    if "NOT SUPPORTED" in words:
+        return "NOT SUPPORTED"
+    if None in words:
+        return PENDING
+    return "SUPPORTED" if all(w == "SUPPORTED" for w in words) else "INCONCLUSIVE"

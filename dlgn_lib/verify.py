@@ -192,6 +192,37 @@ def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = 
             "tolerance_factor": reproduce.TOLERANCE_FACTOR, "notebooks": notebooks}
 
 
+def replace_notebooks(old: Mapping, new: Mapping, only: Sequence[str]) -> dict:
+    """The record ``old`` with the entries of the notebooks ``only`` measured anew in ``new``.
+
+    For notebooks whose committed outputs changed (a new rule, new seeds), the old entries measure
+    outputs that no longer exist, so they cannot be merged: they are replaced by this machine's
+    measurement, named ``<code path> @ <machine>``, and the entry says which machine measured it.
+    The other notebooks' entries, from every machine, are kept as they were.
+    """
+    label = machine_label(new["machine"])
+    merged = {k: v for k, v in old.items() if k != "notebooks"}
+    merged["notebooks"] = dict(old.get("notebooks", {}))
+    for nb_id in only:
+        entry = new["notebooks"].get(nb_id)
+        if entry is None or entry.get("failed") and len(entry["failed"]) == len(new.get("variants", {})):
+            raise ValueError(f"notebook {nb_id}: no code path ran it; nothing to replace its record with")
+        rename = {name: f"{name} @ {label}" for name in new.get("variants", {})}
+        entry = json.loads(json.dumps(entry))
+        entry["variants"] = [rename.get(n, n) for n in entry["variants"]]
+        entry["failed"] = {rename.get(k, k): v for k, v in entry.get("failed", {}).items()}
+        entry["checks"] = {c: {rename.get(k, k): v for k, v in o.items()} for c, o in entry["checks"].items()}
+        entry["figures"] = {f: {rename.get(k, k): v for k, v in o.items()} for f, o in entry["figures"].items()}
+        for output in entry["outputs"].values():
+            if isinstance(output, dict) and isinstance(output.get("values"), dict):
+                output["values"] = {rename.get(k, k): v for k, v in output["values"].items()}
+        entry["measured_on"] = {"machine": label, "code_version": new.get("code_version")}
+        merged["notebooks"][nb_id] = entry
+    merged["variants"] = {**old.get("variants", {}),
+                          **{f"{n} @ {label}": env for n, env in new.get("variants", {}).items()}}
+    return merged
+
+
 def merge_records(old: Mapping, new: Mapping) -> dict:
     """One spread record from two: every code path of both, each output's ranges over all of them.
 
@@ -255,10 +286,15 @@ def _merge_output(a: Mapping | None, b: Mapping | None, where: str) -> dict:
     return entry
 
 
-def _summary(entries: Mapping, checks: Mapping[str, Mapping[str, bool]]) -> dict:
+def _named(outcome: bool | str) -> str:
+    """A recorded outcome by name: True / False (a check with one number) as pass / fail."""
+    return "pass" if outcome is True else "fail" if outcome is False else outcome
+
+
+def _summary(entries: Mapping, checks: Mapping[str, Mapping[str, bool | str]]) -> dict:
     """A notebook's summary line of the record, with its fragile checks (pass/fail differs across code paths)."""
     return {**reproduce.summarise(entries, "committed"),
-            "fragile_checks": sorted(n for n, o in checks.items() if 0 < sum(o.values()) < len(o))}
+            "fragile_checks": sorted(n for n, o in checks.items() if len({_named(v) for v in o.values()}) > 1)}
 
 
 def _error_of(path: Path) -> str | None:
@@ -270,8 +306,9 @@ def _error_of(path: Path) -> str | None:
     return None
 
 
-def _check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool]]:
-    """Each printed check's pass/fail under each code path (check name -> variant -> passed)."""
+def _check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool | str]]:
+    """Each printed check's outcome under each code path (check name -> variant -> outcome): True or
+    False for a check with one number, "pass", "fail" or "inconclusive" for a check over seeds."""
     from dlgn_lib import report
     outcomes: dict[str, dict[str, bool]] = {}
     for name, path in copies.items():
@@ -279,7 +316,7 @@ def _check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool]]:
             continue
         for v in report.verdicts_of(nbformat.read(path, as_version=4)):
             for check in v.checks:
-                outcomes.setdefault(check.name, {})[name] = check.passed
+                outcomes.setdefault(check.name, {})[name] = check.passed if check.low is None else check.outcome
     return outcomes
 
 
@@ -319,6 +356,8 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
         label = machine_label()
         data = merge_records(reproduce.load_record(record),
                              build_record({f"{name} @ {label}": folder for name, folder in dirs.items()}))
+    elif only:
+        data = replace_notebooks(reproduce.load_record(record), build_record(dirs), only)
     else:
         data = build_record(dirs)
     tmp = record.with_name(f".{record.name}.tmp{os.getpid()}")
@@ -364,6 +403,8 @@ class NotebookCheck:
     seconds: float = 0.0
     ran: bool = True
     details: tuple = ()
+    intervals: int = 0           # checks with a 90 % interval both in quick and in the full record
+    intervals_overlap: int = 0   # of those, the ones whose quick and full intervals overlap
 
     @property
     def ok(self) -> bool:
@@ -413,18 +454,18 @@ def _verdicts_agree(old, new, fragile: set[str], details: list) -> tuple[bool, i
     flips, agree = 0, True
     for a, b in zip(old, new):
         for ca, cb in zip(a.checks, b.checks):
-            if ca.passed != cb.passed:
+            if ca.outcome != cb.outcome:
                 if ca.name in fragile:
                     flips += 1
                 else:
                     agree = False
-                    details.append(f"{a.claim}: check {ca.name!r} {'pass' if ca.passed else 'FAIL'} -> "
-                                   f"{'pass' if cb.passed else 'FAIL'} (not a recorded fragile check)")
+                    details.append(f"{a.claim}: check {ca.name!r} {ca.outcome} -> {cb.outcome} "
+                                   "(not a recorded fragile check)")
     return agree, flips
 
 
 def _verdict_key(v):
-    return (v.claim, v.profile, v.supported, v.n_pass, v.n_checks, tuple((c.name, c.passed) for c in v.checks))
+    return (v.claim, v.profile, v.word, v.n_pass, v.n_checks, tuple((c.name, c.outcome) for c in v.checks))
 
 
 def _compare_figures(result: NotebookCheck, nb_id: str, figures: Path, record: Mapping, details: list) -> None:
@@ -487,31 +528,71 @@ def verify(profile: str = "quick", only: Sequence[str] | None = None, out: Path 
     if run:
         run_series_under(None, out, profile, only, workers, fresh_cache=False)
     record = reproduce.load_record()
-    full_record = json.loads((locations.REPO_ROOT / "docs" / "full_results.json").read_text()) if profile == "full" else {}
+    full_path = locations.REPO_ROOT / "docs" / "full_results.json"
+    full_record = json.loads(full_path.read_text()) if full_path.exists() else {}
+    from dlgn_lib import report
     results = []
     for nb_id, path in committed.items():
         if only and nb_id not in only:
             continue
         executed = out / "notebooks" / path.name
         if profile == "quick":
-            results.append(compare_quick(nb_id, path, executed, out / "figures", record))
+            result = compare_quick(nb_id, path, executed, out / "figures", record)
+            if result.ran:   # this run's quick intervals against the recorded full ones
+                _add_overlaps(result, nb_id, report.verdicts_of(nbformat.read(executed, as_version=4)), full_record)
         else:
-            results.append(compare_full(nb_id, executed, full_record, record))
+            result = compare_full(nb_id, executed, full_record, record)
+            if result.ran:   # the committed quick intervals against this run's full ones
+                _add_overlaps(result, nb_id, report.verdicts_of(nbformat.read(path, as_version=4)),
+                              {"notebooks": {nb_id: report._record_of(executed)}})
+        results.append(result)
     return results
 
 
+def interval_overlaps(quick_verdicts, full_verdicts) -> tuple[int, int, list[str]]:
+    """Rules v3: for each check printed with a 90 % interval under quick and under full (same claim
+    and name), whether the two intervals overlap. Returns (overlapping, compared, one line per check
+    that does not overlap). A quick interval that misses full's says quick measures another thing."""
+    full = {(v.claim, c.name): c for v in full_verdicts for c in v.checks if c.low is not None}
+    compared, overlapping, apart = 0, 0, []
+    for v in quick_verdicts:
+        for c in v.checks:
+            other = full.get((v.claim, c.name))
+            if c.low is None or other is None:
+                continue
+            compared += 1
+            lo, hi = max(float(c.low), float(other.low)), min(float(c.high), float(other.high))
+            if lo <= hi:
+                overlapping += 1
+            else:
+                apart.append(f"{v.claim} {c.name}: quick [{c.low}, {c.high}], full [{other.low}, {other.high}]")
+    return overlapping, compared, apart
+
+
+def _add_overlaps(result: NotebookCheck, nb_id: str, quick_verdicts, full_record: Mapping) -> None:
+    from dlgn_lib import report
+    entry = full_record.get("notebooks", {}).get(nb_id)
+    if not entry:
+        return
+    overlapping, compared, apart = interval_overlaps(quick_verdicts, report._verdicts_from_record(entry))
+    result.intervals, result.intervals_overlap = compared, overlapping
+    result.details = (*result.details, *(f"{nb_id} intervals apart: {line}" for line in apart))
+
+
 def verify_table(results: Sequence[NotebookCheck], profile: str) -> str:
-    rows = [("notebook", "numbers within", "outside (worst)", "words", "verdicts equal", "figures equal", "seconds")]
+    rows = [("notebook", "numbers within", "outside (worst)", "words", "verdicts equal", "figures equal",
+             "quick/full intervals overlap", "seconds")]
     for r in results:
         if not r.ran:
-            rows.append((r.notebook, "-", "-", "-", "not run", "-", "-"))
+            rows.append((r.notebook, "-", "-", "-", "not run", "-", "-", "-"))
             continue
         worst = f"{r.outside} ({r.worst_excess:.2f}x allowed)" if r.numbers else "-"
         rows.append((r.notebook, f"{r.numbers - r.outside} of {r.numbers}", worst,
                      "equal" if not r.text_differences else f"{r.text_differences} differ",
                      ("yes" if not r.fragile_flips else f"yes ({r.fragile_flips} fragile check(s) flipped)")
                      if r.verdicts_equal else "NO",
-                     f"{r.figures_equal} of {r.figures}" if profile == "quick" else "-", f"{r.seconds:.0f}"))
+                     f"{r.figures_equal} of {r.figures}" if profile == "quick" else "-",
+                     f"{r.intervals_overlap} of {r.intervals}" if r.intervals else "-", f"{r.seconds:.0f}"))
     lines = [_table(rows)]
     for r in results:
         lines += [f"  {d}" for d in r.details[:10]]

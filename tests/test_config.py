@@ -156,3 +156,27 @@ def test_one_spelling_per_size_key():
                 assert len(sizes["fmnist_per_class"]) == 3
     spec = C.fashion_mnist_spec((5, 2, 1))
     assert spec.kwargs() == {"n_per_class_train": 5, "n_per_class_val": 2, "n_per_class_test": 1}
+
+
+def test_quick_and_full_differ_only_in_declared_size_keys_where_quick_is_a_miniature():
+    """Rules v3 (reconstruction §8.1): quick is a miniature of full (only counts and sizes shrink,
+    never the depth), a smoke test, or says why it is not yet a miniature; a notebook that becomes
+    a miniature must say so here, and one that stops being one fails."""
+    config = C
+    assert set(config.QUICK_IS) == set(config.NOTEBOOK_SIZES)
+    for notebook, status in config.QUICK_IS.items():
+        sizes, other = config.profile_differences(notebook)
+        if status in ("miniature", "smoke test"):
+            assert other == [], f"{notebook}: quick differs from full in {other}, which are not sizes"
+        elif status.startswith("not yet a miniature: "):
+            assert other, f"{notebook}: quick differs only in sizes now; declare it a miniature"
+        else:
+            assert status == "no verdict", f"{notebook}: unknown status {status!r}"
+
+
+def test_profile_differences_tell_sizes_from_settings_and_depth():
+    config = C
+    assert config.profile_differences("10") == (["report_sets", "epochs", "n_snapshots"], [])
+    sizes, other = config.profile_differences("07")
+    assert "odt_widths" in other and "fmnist_widths" in other and "lr" in other and "n_seeds" in sizes
+    assert config.profile_differences("04")[1] == ["lr", "batch_size"]

@@ -25,7 +25,7 @@ ROOT = locations.REPO_ROOT
 DOC = (ROOT / "docs" / "reconstruction.md").read_text()
 SECTIONS = [("s0", "## §0 "), ("s1", "## §1 "), ("s1-1", "### §1.1 "), ("s2", "## §2 "), ("s2-1", "### §2.1 "),
             ("s3", "## §3 "), ("s4", "## §4 "), ("s5", "## §5 "), ("s6", "## §6 "), ("s7", "## §7 "),
-            ("s8", "## §8 ")]
+            ("s8", "## §8 "), ("s8-1", "### §8.1 ")]
 
 
 def section(anchor: str) -> str:

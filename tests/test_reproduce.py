@@ -213,3 +213,49 @@ def test_a_check_that_flips_on_the_second_machine_becomes_fragile():
     merged = verify.merge_records(a, b)
     assert merged["notebooks"]["07"]["summary"]["fragile_checks"] == ["k"]
     assert merged["notebooks"]["07"]["outputs"]["c/stdout/0"]["skeletons"]
+
+
+def test_new_outputs_of_one_notebook_replace_its_entry_and_keep_the_others():
+    """A notebook re-committed with new outputs (a new rule) gets this machine's spread; the other
+    notebooks keep every machine's, and the replaced entry names the machine that measured it."""
+    from dlgn_lib import verify
+    old = verify.merge_records(_record({"committed": "x 1.0\n", "pinned": "x 1.1\n"}, "A"),
+                               _record({"committed": "x 1.0\n", "pinned @ B": "x 0.9\n"}, "B"))
+    old["notebooks"]["05"] = json.loads(json.dumps(old["notebooks"]["07"]))
+    new = _record({"committed": "x 2.0 [pass] k\n", "pinned": "x 2.2 [pass] k\n", "native": "x 1.9 [pass] k\n"}, "C")
+    replaced = verify.replace_notebooks(old, new, ["07"])
+    assert replaced["notebooks"]["05"] == old["notebooks"]["05"]
+    entry = replaced["notebooks"]["07"]
+    label = verify.machine_label(new["machine"])
+    assert entry["variants"] == [f"pinned @ {label}", f"native @ {label}"]
+    assert set(entry["outputs"]["c/stdout/0"]["values"]) == {"committed", *entry["variants"]}
+    assert entry["outputs"]["c/stdout/0"]["ranges"] == pytest.approx([0.3])
+    assert entry["measured_on"]["machine"] == verify.machine_label(new["machine"])
+    assert set(entry["checks"]["k"]) == {"committed", *entry["variants"]}
+    # tolerance now comes from the new measurement alone
+    tolerance = reproduce.tolerance_for(replaced, "07", "c", "stdout", 0)
+    assert reproduce.compare_text("x 2.0 [pass] k\n", "x 2.25 [pass] k\n", tolerance).differences == ()
+    assert reproduce.compare_text("x 2.0 [pass] k\n", "x 3.5 [pass] k\n", tolerance).differences
+    with pytest.raises(ValueError, match="notebook 99: no code path ran it"):
+        verify.replace_notebooks(old, new, ["99"])
+
+
+def test_the_lines_that_follow_from_a_record_are_those_the_record_gives_now():
+    """nbval's sanitize file drops fragile notes and masks the full result a smoke test names,
+    because they follow from docs/spread.json and docs/full_results.json; here they are compared
+    with what those records give now, in every committed notebook."""
+    import re
+    from dlgn_lib import report, verdict
+    patterns = reproduce.sanitize_patterns()
+    assert any("full_results" in regex for regex, _ in patterns) and any("fragile" in regex for regex, _ in patterns)
+    smoke = re.compile(r"^SMOKE TEST (\S+) \[quick\] \(quick cannot decide \S+: (.*); the full result in ")
+    for path in locations.find_notebooks(locations.REPO_ROOT / "notebooks"):
+        nb_id = locations.notebook_id(path)
+        nb = nbformat.read(path, as_version=4)
+        lines = report._stdout_lines(nb)
+        expected_fragile = [line for v in report.verdicts_of(nb) if v.profile == "quick" and v.word != "SMOKE TEST"
+                            for line in verdict.fragile_lines(nb_id, [c.name for c in v.checks])]
+        assert [ln for ln in lines if ln.startswith(verdict.FRAGILE_MARK)] == expected_fragile, nb_id
+        for line in lines:
+            if m := smoke.match(line):
+                assert line == verdict.smoke_line(m[1], m[2], nb_id), f"{nb_id}: run python -m dlgn_lib.series outputs --only {nb_id}"

@@ -59,8 +59,15 @@ def test_extract_verdicts_reads_printed_lines_only():
         new_code_cell("", outputs=[new_output("stream", name="stdout", text="  C5: NOT SUPPORTED  \n")]),
         new_code_cell("", outputs=[new_output("stream", name="stdout",
                                               text="  earlier: C5 [quick]: SUPPORTED (2 of 2)\n")]),
+        new_code_cell("", outputs=[new_output("stream", name="stdout", text=(
+            "C5, C7 rule v3 (registered 2026-12-02, registered): a claim is SUPPORTED when ...\n"
+            "VERDICT C6 [full]: INCONCLUSIVE (1 of 2 checks pass, 0 fail, 1 inconclusive)\n"
+            "SMOKE TEST C4 [quick] (quick cannot decide C4: why; the full result in docs/full_results.json is x)\n"))]),
     ])
-    assert series.extract_verdicts(nb) == ["C2: SUPPORTED (gap 0.12)", "C5: NOT SUPPORTED"]
+    assert series.extract_verdicts(nb) == [
+        "C2: SUPPORTED (gap 0.12)", "C5: NOT SUPPORTED",
+        "VERDICT C6 [full]: INCONCLUSIVE (1 of 2 checks pass, 0 fail, 1 inconclusive)",
+        "SMOKE TEST C4 [quick] (quick cannot decide C4: why; the full result in docs/full_results.json is x)"]
 
 
 def test_series_runs_every_notebook_and_reports_failures(notebooks, build, capsys):

@@ -76,6 +76,9 @@ def test_layer_mean_averages_layers_then_seeds():
     assert study.layer_mean(table, "A", "dlgn", "trained", "share", layers=[1]) == pytest.approx((0.2 + 0.6) / 2)
     assert study.layer_mean(table, "A", "dlgn", "init", "share") == 5.0
     assert math.isnan(study.layer_mean(table, "A", "relu", "init", "share"))
+    # the per-seed values a rules-v3 check takes its interval over, in seed order
+    assert study.seed_values(table, "A", "dlgn", "trained", "share").to_dict() == pytest.approx(
+        {0: (0.2 + 0.4 + 0.9) / 3, 1: (0.6 + 1.0) / 2})
 
 
 def test_dlgn_panels_are_the_effective_hyperplanes_at_each_epoch():

@@ -23,6 +23,90 @@ def test_verdict_needs_every_check(capsys):
                    "VERDICT C9 [full]: NOT SUPPORTED (1 of 2 checks pass)"]
 
 
+# --- rules v3: intervals and three outcomes ----------------------------------------------------------
+
+@pytest.mark.parametrize("low,high,op,threshold,outcome", [
+    (0.61, 0.68, "<=", 0.5, "fail"), (0.30, 0.45, "<=", 0.5, "pass"), (0.45, 0.55, "<=", 0.5, "inconclusive"),
+    (0.5, 0.7, ">=", 0.5, "pass"), (0.5, 0.7, ">", 0.5, "inconclusive"), (0.2, 0.5, "<", 0.5, "inconclusive"),
+    (0.1, 0.4, ">=", 0.5, "fail"), (math.nan, 0.4, ">=", 0.0, "fail")])
+def test_an_interval_passes_fails_or_is_inconclusive_against_its_threshold(low, high, op, threshold, outcome):
+    assert V.outcome_of(low, high, op, threshold) == outcome
+
+
+def test_a_planted_straddling_interval_gives_inconclusive(capsys):
+    # ten seeds around the threshold: mean 0.1, exact 90 % seed-bootstrap interval straddles 0.1
+    straddling = [0.02, 0.18, 0.05, 0.15, 0.10, 0.08, 0.12, 0.01, 0.19, 0.10]
+    clear = [0.31, 0.29, 0.35, 0.30, 0.33, 0.28, 0.32, 0.30, 0.34, 0.31]
+    checks = [V.seed_check("clear gain", clear, ">=", 0.1), V.seed_check("tolerant gain", straddling, ">=", 0.1)]
+    assert [c.outcome for c in checks] == ["pass", "inconclusive"]
+    assert V.evaluate("C9", checks, "quick").word == "INCONCLUSIVE"
+    V.verdict("C9", checks, "full")
+    out = capsys.readouterr().out.splitlines()
+    e = checks[1].estimate
+    assert e.low < 0.1 < e.high and e.method == "exact bootstrap" and e.n == 10
+    assert out[1] == (f"  [inconclusive] tolerant gain = 0.1, 90% [{V.format_number(e.low)}, {V.format_number(e.high)}]"
+                      "  (threshold: >= 0.1; mean over 10 seeds, exact bootstrap)")
+    assert out[-1] == "VERDICT C9 [full]: INCONCLUSIVE (1 of 2 checks pass, 0 fail, 1 inconclusive)"
+
+
+def test_one_failing_interval_makes_not_supported_even_beside_an_inconclusive_one():
+    checks = [V.seed_check("a", [0.0, 0.05, 0.02, 0.01], ">=", 0.5),
+              V.seed_check("b", [0.4, 0.6, 0.5, 0.55], ">=", 0.5),
+              V.exact_check("max error over 10 seeds", 3e-15, 10, "<=", 1e-10)]
+    assert [c.outcome for c in checks] == ["fail", "inconclusive", "pass"]
+    assert V.evaluate("C9", checks, "quick").word == "NOT SUPPORTED"
+    assert checks[2].line() == ("  [pass] max error over 10 seeds = 3.00e-15  "
+                                "(threshold: <= 1.00e-10; worst case over 10 seeds, exact)")
+
+
+def test_a_check_that_already_passes_at_initialisation_is_refused():
+    trained, init = [0.95, 0.97, 0.96, 0.98], [0.93, 0.99, 0.94, 0.97]
+    with pytest.raises(V.RuleError, match="already passes at initialisation .* measures nothing"):
+        V.seed_check("mean cos", trained, ">=", 0.9, init=init)
+    # the same comparison as trained − init, which is 0 at init by construction, is a real check
+    gain = V.seed_check("mean cos, trained − init", V.difference(trained, init), ">=", 0.0)
+    assert gain.outcome == "inconclusive"
+    # a check that fails at init keeps its init estimate
+    kept = V.seed_check("share on a node", [0.3, 0.4, 0.35], ">=", 0.2, init=[0.0, 0.01, 0.0])
+    assert kept.outcome == "pass" and kept.init.value == pytest.approx(0.01 / 3)
+
+
+def test_a_share_uses_the_exact_binomial_interval():
+    c = V.share_check("seeds where the smooth arc leads", 9, 10, ">=", 0.5)
+    assert c.outcome == "pass" and c.estimate.method == "Clopper-Pearson"
+    assert V.share_check("x", 6, 10, ">=", 0.5).outcome == "inconclusive"
+
+
+def test_a_claims_bottom_line_follows_the_registered_combination():
+    rule = V.combination_rule()
+    assert rule["claims"]["C5"] == ["05", "06", "10"] and rule["claims"]["C7"] == ["06", "08", "10"]
+    assert sorted(rule["claims"]) == ["C1", "C2", "C3", "C4", "C5", "C6", "C7"]
+    s, n, i = "SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE"
+    assert V.bottom_line("C5", {"05": s, "06": s, "10": s}) == s
+    assert V.bottom_line("C5", {"05": n, "06": s, "10": None}) == n      # one failure decides
+    assert V.bottom_line("C5", {"05": i, "06": s, "10": s}) == i
+    assert V.bottom_line("C5", {"05": s, "06": None, "10": i}) == V.PENDING
+    assert V.bottom_line("C4", {"04": i}) == i
+    with pytest.raises(ValueError, match="registered ones are"):
+        V.bottom_line("C5", {"05": s, "06": s})
+    with pytest.raises(ValueError, match="unknown verdict words"):
+        V.bottom_line("C4", {"04": "MAYBE"})
+
+
+def test_the_report_reads_v3_lines_back():
+    import nbformat
+    from dlgn_lib import report
+    checks = [V.seed_check("gain", [0.31, 0.29, 0.35], ">=", 0.1), V.seed_check("other", [0.0, 0.2, 0.1], ">=", 0.1)]
+    text = V.evaluate("C9", checks, "quick").text() + "\n"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text=text)])])
+    (found,) = report.verdicts_of(nb)
+    assert (found.word, found.n_pass, found.n_checks) == ("INCONCLUSIVE", 1, 2)
+    assert [(c.name, c.outcome, c.low, c.high) for c in found.checks] == [
+        ("gain", "pass", V.format_number(checks[0].estimate.low), V.format_number(checks[0].estimate.high)),
+        ("other", "inconclusive", V.format_number(checks[1].estimate.low), V.format_number(checks[1].estimate.high))]
+
+
 def test_bad_operator_and_empty_verdict_are_errors():
     with pytest.raises(ValueError, match="op"):
         V.check("a", 1.0, "=>", 0.5)
@@ -91,3 +175,23 @@ def test_a_malformed_rule_is_an_error_naming_it(tmp_path, monkeypatch):
     monkeypatch.setattr(verdict, "RULES_FILE", bad)
     with pytest.raises(ValueError, match=r"C2 v3 of notebook 02 is malformed.*status 'done'"):
         verdict.registered_rules()
+
+
+def test_verify_reports_whether_quick_and_full_intervals_overlap():
+    from dlgn_lib import report, verify
+    quick = [V.seed_check("share", [0.50, 0.52, 0.48, 0.55, 0.51], ">=", 0.2),
+             V.seed_check("rise", [0.16, 0.17, 0.15, 0.17, 0.16], ">=", 0.1),
+             V.check("old-style", 1.0, ">=", 0.5)]
+    full = [V.seed_check("share", [0.28, 0.31, 0.30, 0.29, 0.32], ">=", 0.2),
+            V.seed_check("rise", [0.14, 0.18, 0.16, 0.20, 0.17], ">=", 0.1)]
+
+    def parsed(checks):
+        import nbformat
+        text = V.evaluate("C5", checks, "quick").text() + "\n"
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=[
+            nbformat.v4.new_output("stream", name="stdout", text=text)])])
+        return report.verdicts_of(nb)
+
+    overlapping, compared, apart = verify.interval_overlaps(parsed(quick), parsed(full))
+    assert (overlapping, compared) == (1, 2)   # the old-style check has no interval and is not compared
+    assert len(apart) == 1 and apart[0].startswith("C5 share: quick [0.49") and "full [0.29" in apart[0]

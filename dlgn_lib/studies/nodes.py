@@ -5,7 +5,8 @@
 * ``measure`` / ``measure_runs`` — ``dl.nodes.layer_table`` at every snapshot of every run, with a
   ``state`` column (init, during, trained);
 * ``dlgn_panels`` — the heatmap panels of one run at chosen epochs;
-* ``layer_mean`` — the verdict's number: mean over layers, then over seeds.
+* ``seed_values`` — a verdict check's values: per seed, the mean over layers; ``layer_mean``
+  their mean over seeds.
 """
 from __future__ import annotations
 
@@ -61,10 +62,16 @@ def dlgn_panels(run, epochs) -> dict:
     return {f"pass {epoch}": nodes.normals_per_layer(run.model_at(epoch)) for epoch in epochs}
 
 
-def layer_mean(table: pd.DataFrame, name: str, kind: str, state: str, metric: str, layers=None) -> float:
-    """Mean over layers (only ``layers`` when given), then over seeds, of ``metric`` ("share" or
-    "mean") of the rows of ``measure_runs`` for one data set, model and state."""
+def seed_values(table: pd.DataFrame, name: str, kind: str, state: str, metric: str, layers=None) -> pd.Series:
+    """Per seed (in seed order), the mean over layers (only ``layers`` when given) of ``metric``
+    ("share" or "mean") of the rows of ``measure_runs`` for one data set, model and state: the
+    per-seed values a rules-v3 check takes its interval over."""
     rows = table[(table["dataset"] == name) & (table["model"] == kind) & (table["state"] == state)]
     if layers is not None:
         rows = rows[rows["layer"].isin(layers)]
-    return float(rows.groupby("seed")[metric].mean().mean())
+    return rows.groupby("seed")[metric].mean().sort_index()
+
+
+def layer_mean(table: pd.DataFrame, name: str, kind: str, state: str, metric: str, layers=None) -> float:
+    """Mean over layers (only ``layers`` when given), then over seeds (``seed_values``)."""
+    return float(seed_values(table, name, kind, state, metric, layers).mean())
