@@ -395,7 +395,8 @@ def results_block(m: Measured, spread: dict | None = None) -> str:
 
 def _fragile(outcomes: dict) -> str:
     outcomes = {k: v for k, v in outcomes.items() if k != "committed"}   # code paths only
-    named = ["pass" if v is True else "fail" if v is False else v for v in outcomes.values()]
+    from dlgn_lib.verdict import outcome_name
+    named = [outcome_name(v) for v in outcomes.values()]
     if len(set(named)) < 2:
         return ""
     return f" (fragile: passes under {named.count('pass')} of {len(named)} CPU code paths)"

@@ -75,6 +75,12 @@ class RuleError(ValueError):
     """A verdict rule that cannot measure its claim (a check that already passes at initialisation)."""
 
 
+def outcome_name(recorded: bool | str) -> str:
+    """A recorded outcome by name: True / False (a check with one number, as older records hold
+    it) as pass / fail; a name as it is."""
+    return PASS if recorded is True else FAIL if recorded is False else recorded
+
+
 def outcome_of(low: float, high: float, op: str, threshold: float) -> str:
     """pass when the whole interval [low, high] satisfies ``op threshold``, fail when none of it
     does, else inconclusive. A NaN end fails."""
@@ -287,7 +293,7 @@ def fragile_lines(notebook: str | None, names) -> list[str]:
     for name in names:
         outcomes = {k: v for k, v in checks.get(name, {}).items() if k != "committed"}   # code paths only
         # a check with one number records True / False, a check over seeds its outcome's name
-        named = [PASS if v is True else FAIL if v is False else v for v in outcomes.values()]
+        named = [outcome_name(v) for v in outcomes.values()]
         if len(set(named)) < 2:
             continue
         if set(named) <= {PASS, FAIL}:

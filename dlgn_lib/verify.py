@@ -31,7 +31,7 @@ from pathlib import Path
 
 import nbformat
 
-from dlgn_lib import locations, reproduce
+from dlgn_lib import locations, reproduce, verdict
 
 #: The code paths ``spread`` runs: name -> environment. "pinned" is the default of every run
 #: (:mod:`dlgn_lib.numerics`) and so the one that made the committed outputs; the others are
@@ -286,15 +286,10 @@ def _merge_output(a: Mapping | None, b: Mapping | None, where: str) -> dict:
     return entry
 
 
-def _named(outcome: bool | str) -> str:
-    """A recorded outcome by name: True / False (a check with one number) as pass / fail."""
-    return "pass" if outcome is True else "fail" if outcome is False else outcome
-
-
 def _summary(entries: Mapping, checks: Mapping[str, Mapping[str, bool | str]]) -> dict:
     """A notebook's summary line of the record, with its fragile checks (pass/fail differs across code paths)."""
     return {**reproduce.summarise(entries, "committed"),
-            "fragile_checks": sorted(n for n, o in checks.items() if len({_named(v) for v in o.values()}) > 1)}
+            "fragile_checks": sorted(n for n, o in checks.items() if len({verdict.outcome_name(v) for v in o.values()}) > 1)}
 
 
 def _error_of(path: Path) -> str | None:
