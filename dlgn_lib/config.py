@@ -185,8 +185,8 @@ PARAMETERS = {
 }
 #: Per notebook: the parameters its first cell declares. Anything else is an error.
 NOTEBOOK_PARAMETERS = {
-    "00": ("PROFILE", "SEED"), "01": ("PROFILE", "SEED"), "02": ("PROFILE", "SEED", "SEEDS"),
-    "03": ("PROFILE", "SEED"), "04": ("PROFILE", "SEED"),
+    "00": ("PROFILE", "SEED"), "01": ("PROFILE", "SEED", "SEEDS"), "02": ("PROFILE", "SEED", "SEEDS"),
+    "03": ("PROFILE", "SEED", "SEEDS"), "04": ("PROFILE", "SEED"),
     "05": ("PROFILE", "SEED", "TARGET_SEED", "EPOCHS", "SEEDS"),
     "06": ("PROFILE", "SEED", "TARGET_SEED", "EPOCHS", "SEEDS"),
     "07": ("PROFILE", "SEED", "EPOCHS", "SEEDS"), "08": ("PROFILE", "SEED", "TARGET_SEED", "SEEDS"),
@@ -269,8 +269,9 @@ def notebook_parameters(notebook: str, namespace: Mapping[str, Any]) -> dict[str
             + ", ".join(declared) + " (" + "; ".join(f"{n}: {PARAMETERS[n]}" for n in declared) + ")")
     missing = [name for name in declared if name not in namespace]
     if missing:
-        raise ParameterError(f"notebook {notebook}: parameter {', '.join(missing)} is not set; run the "
-                             "parameters cell first")
+        said = f"parameter {missing[0]} is not set" if len(missing) == 1 else \
+            f"parameters {', '.join(missing)} are not set"
+        raise ParameterError(f"notebook {notebook}: {said}; run the parameters cell first")
     params = {name: namespace[name] for name in declared}
     check_parameters(**params)
     return params
@@ -379,9 +380,9 @@ SIZE_KEYS = frozenset({
 QUICK_IS: dict[str, str] = {
     "00": "no verdict", "09": "no verdict", "11": "no verdict",
     "10": "smoke test",
-    "01": "not yet a miniature: quick trains at another learning rate (rules v1)",
+    "01": "miniature",
     "02": "not yet a miniature: quick trains at another learning rate (rules v2)",
-    "03": "not yet a miniature: quick trains at another learning rate (rules v1)",
+    "03": "miniature",
     "04": "not yet a miniature: quick stops after 470 steps, inside the training transient of the ReLU "
           "cosines, at another learning rate and batch size (rules v1)",
     "05": "not yet a miniature: quick trains at another learning rate (rules v2)",
@@ -420,12 +421,12 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "full": dict(n=4000, widths=(64, 64, 64), epochs=2000, lr=5e-3, n_snapshots=30),
     },
     "01": {
-        "quick": dict(n=600, widths=(6, 5, 4), epochs=300, lr=1e-2, n_snapshots=12, n_check=1000),
-        "full": dict(n=4000, widths=(10, 8, 8), epochs=3000, lr=5e-3, n_snapshots=30, n_check=20000),
+        "quick": dict(n=600, widths=(6, 5, 4), epochs=300, lr=5e-3, n_snapshots=12, n_check=1000, n_seeds=10),
+        "full": dict(n=4000, widths=(10, 8, 8), epochs=3000, lr=5e-3, n_snapshots=30, n_check=20000, n_seeds=10),
     },
     "03": {
-        "quick": dict(n=600, widths=(6, 6, 6), epochs=400, lr=1e-2, n_snapshots=15, n_check=20000),
-        "full": dict(n=4000, widths=(10, 10, 10), epochs=3000, lr=5e-3, n_snapshots=40, n_check=200000),
+        "quick": dict(n=600, widths=(6, 6, 6), epochs=400, lr=5e-3, n_snapshots=15, n_check=20000, n_seeds=10),
+        "full": dict(n=4000, widths=(10, 10, 10), epochs=3000, lr=5e-3, n_snapshots=40, n_check=200000, n_seeds=10),
     },
     "02": {
         # Plane sets: n points each, full batch. SD-I: the group's data and protocol (dl.protocol),

@@ -125,7 +125,7 @@ def test_setup_returns_the_sizes_with_parameter_overrides(capsys):
                                         (dict(profile="full"), "profile")])
 def test_setup_refuses_a_name_the_notebook_does_not_declare(extra, name):
     with pytest.raises(C.ParameterError, match=f"notebook 01 has no parameter {name}; its parameters are "
-                                               "PROFILE, SEED "):
+                                               "PROFILE, SEED, SEEDS "):
         C.setup("01", kernel_namespace(PROFILE="quick", SEED=0, **extra))
 
 
@@ -141,8 +141,10 @@ def test_setup_checks_values_and_bounds(params, name):
 
 
 def test_setup_errors_name_a_missing_parameter_and_an_unknown_notebook():
-    with pytest.raises(C.ParameterError, match="parameter SEED is not set"):
+    with pytest.raises(C.ParameterError, match="parameters SEED, SEEDS are not set"):
         C.setup("01", kernel_namespace(PROFILE="quick"))
+    with pytest.raises(C.ParameterError, match="parameter SEED is not set"):
+        C.setup("04", kernel_namespace(PROFILE="quick"))
     with pytest.raises(C.ParameterError, match="'12' is not a notebook"):
         C.setup("12", kernel_namespace(PROFILE="quick", SEED=0))
 
