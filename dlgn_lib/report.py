@@ -438,7 +438,8 @@ def spread_table(spread: dict) -> str:
                     f"{'; '.join(f'{k} ({_escape(v)})' for k, v in entry.get('failed', {}).items()) or 'none'} |")
     machines = spread.get("machines") or [spread["machine"]]
     described = "; ".join(
-        f"{m.get('label', m['cpu'])} at {m.get('code_version', spread['code_version'])} "
+        f"{m.get('label', m['cpu'])} at {m.get('code_version', spread['code_version'])}"
+        f"{' (notebooks ' + ', '.join(m['notebooks']) + ' only)' if m.get('notebooks') else ''} "
         f"({', '.join(m['cpu_features'])}; {m['cores']} cores; OpenBLAS core type "
         f"{m.get('openblas_coretype', 'not recorded')}; torch {m['torch']}, numpy {m['numpy']})" for m in machines)
     rows += ["", f"Measured with `make spread` (and `make spread ADD=1` on each further machine) on "

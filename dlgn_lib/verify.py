@@ -198,7 +198,8 @@ def replace_notebooks(old: Mapping, new: Mapping, only: Sequence[str]) -> dict:
     For notebooks whose committed outputs changed (a new rule, new seeds), the old entries measure
     outputs that no longer exist, so they cannot be merged: they are replaced by this machine's
     measurement, named ``<code path> @ <machine>``, and the entry says which machine measured it.
-    The other notebooks' entries, from every machine, are kept as they were.
+    The other notebooks' entries, from every machine, are kept as they were; the record's
+    ``machines`` gains this machine, with the notebooks it measured.
     """
     label = machine_label(new["machine"])
     merged = {k: v for k, v in old.items() if k != "notebooks"}
@@ -218,6 +219,14 @@ def replace_notebooks(old: Mapping, new: Mapping, only: Sequence[str]) -> dict:
                 output["values"] = {rename.get(k, k): v for k, v in output["values"].items()}
         entry["measured_on"] = {"machine": label, "code_version": new.get("code_version")}
         merged["notebooks"][nb_id] = entry
+    machines = [dict(m) for m in old.get("machines", [])]
+    mine = [m for m in machines if m.get("label") == label]
+    if mine:                                      # this machine again: it now measured these notebooks too
+        mine[0]["notebooks"] = sorted({*mine[0].get("notebooks", []), *only})
+    else:
+        machines.append({"label": label, **new["machine"], "code_version": new.get("code_version"),
+                         "notebooks": sorted(only)})
+    merged["machines"] = machines
     merged["variants"] = {**old.get("variants", {}),
                           **{f"{n} @ {label}": env for n, env in new.get("variants", {}).items()}}
     return merged

@@ -232,6 +232,10 @@ def test_new_outputs_of_one_notebook_replace_its_entry_and_keep_the_others():
     assert entry["outputs"]["c/stdout/0"]["ranges"] == pytest.approx([0.3])
     assert entry["measured_on"]["machine"] == verify.machine_label(new["machine"])
     assert set(entry["checks"]["k"]) == {"committed", *entry["variants"]}
+    assert [m["label"] for m in replaced["machines"]] == [m["label"] for m in old["machines"]] + [label]
+    assert replaced["machines"][-1]["notebooks"] == ["07"] and "notebooks" not in replaced["machines"][0]
+    again = verify.replace_notebooks(replaced, new, ["07"])      # the same machine again: listed once
+    assert again["machines"] == replaced["machines"]
     # tolerance now comes from the new measurement alone
     tolerance = reproduce.tolerance_for(replaced, "07", "c", "stdout", 0)
     assert reproduce.compare_text("x 2.0 [pass] k\n", "x 2.25 [pass] k\n", tolerance).differences == ()

@@ -7,10 +7,12 @@ tools of ``dlgn_lib.paths`` and ``dlgn_lib.plots``:
   ``soft_hard_accuracies`` (test accuracy per β and with hard gates), ``balanced_gate`` and
   ``soft_vs_hard`` (the β slider's panel);
 * 01: ``max_path_sum_error`` (the explicit path sum against the forward pass), ``path_sum_errors``
-  (that error over every snapshot of runs, as a table), ``top_path_regions`` (the slider's panel);
+  (that error over every snapshot of runs, as a table), ``worst_over_seeds`` (the same table's
+  worst case over seeds: the rules v3 checks), ``top_path_regions`` (the slider's panel);
 * 02: ``model_spec`` (the five models at matched widths), ``dataset_label``, ``gap_table``;
 * 03: ``bent_share`` (how many neurons per layer bend), ``partitions_at`` (the slider's panel), and
-  the verdict's numbers: ``half_space_disagreements``, ``worst_area_z``, ``tiling_error``.
+  the verdict's numbers: ``half_space_disagreements``, ``worst_area_z``, ``tiling_error``, per seed
+  by ``region_checks`` and as worst cases over seeds by ``worst_region_checks``.
 """
 from __future__ import annotations
 
@@ -144,6 +146,17 @@ def path_sum_errors(runs: dict, x: torch.Tensor) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def worst_over_seeds(per_seed: dict[int, pd.DataFrame]) -> pd.DataFrame:
+    """The worst case over seeds of ``path_sum_errors`` tables (``seed → table``): per model and
+    gate mode, the number of seeds, the snapshots checked in all, and the largest errors."""
+    rows = pd.concat([table.assign(seed=seed) for seed, table in per_seed.items()], ignore_index=True)
+    return (rows.groupby(["model", "gates"], sort=False)
+            .agg(**{"seeds": ("seed", "nunique"), "snapshots checked": ("epochs checked", "sum"),
+                    "max error float64": ("max error float64", "max"),
+                    "max error float32 (final)": ("max error float32 (final)", "max")})
+            .reset_index())
+
+
 def top_path_regions(run, epoch, n: int = 8):
     """The ``n`` largest paths of ``run``'s model at ``epoch`` (float64), with their regions."""
     from ..plots import regions as region_plots
@@ -241,3 +254,22 @@ def tiling_error(model, box) -> float:
     """|Σ area of the gate-pattern cells / area of ``box`` − 1|: 0 when the cells tile the box."""
     box_area = paths.polygon_area(paths.box_polygon(box))
     return abs(sum(paths.polygon_area(p) for p in paths.gate_pattern_cells_2d(model, box).values()) / box_area - 1)
+
+
+def region_checks(run, x_uniform: torch.Tensor, x_data: torch.Tensor, box) -> dict:
+    """Claim C3's three numbers for one DLGN run: the half-space test against the hard path gate
+    at every snapshot on ``x_uniform`` and ``x_data`` (disagreements), and, for the final model,
+    ``worst_area_z`` on ``x_uniform`` and ``tiling_error`` of ``box``."""
+    final = run.model_at().double()
+    x_all = torch.cat([x_uniform, x_data]).double()
+    return {"seed": run.config.seed, "snapshots": len(run.epochs),
+            "disagreements": half_space_disagreements((run.model_at(e).double() for e in run.epochs), x_all),
+            "worst area z": worst_area_z(final, x_uniform.double(), box),
+            "tiling error": tiling_error(final, box)}
+
+
+def worst_region_checks(table: pd.DataFrame) -> dict:
+    """The rules v3 statistics of ``region_checks`` rows over seeds: disagreements summed, the
+    area z and the tiling error at their worst, with the number of seeds."""
+    return {"seeds": int(table["seed"].nunique()), "disagreements": int(table["disagreements"].sum()),
+            "worst area z": float(table["worst area z"].max()), "tiling error": float(table["tiling error"].max())}
