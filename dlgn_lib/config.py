@@ -186,7 +186,7 @@ PARAMETERS = {
 #: Per notebook: the parameters its first cell declares. Anything else is an error.
 NOTEBOOK_PARAMETERS = {
     "00": ("PROFILE", "SEED"), "01": ("PROFILE", "SEED", "SEEDS"), "02": ("PROFILE", "SEED", "SEEDS"),
-    "03": ("PROFILE", "SEED", "SEEDS"), "04": ("PROFILE", "SEED"),
+    "03": ("PROFILE", "SEED", "SEEDS"), "04": ("PROFILE", "SEED", "SEEDS"),
     "05": ("PROFILE", "SEED", "TARGET_SEED", "EPOCHS", "SEEDS"),
     "06": ("PROFILE", "SEED", "TARGET_SEED", "EPOCHS", "SEEDS"),
     "07": ("PROFILE", "SEED", "EPOCHS", "SEEDS"), "08": ("PROFILE", "SEED", "TARGET_SEED", "SEEDS"),
@@ -383,8 +383,7 @@ QUICK_IS: dict[str, str] = {
     "01": "miniature",
     "02": "not yet a miniature: quick trains at another learning rate (rules v2)",
     "03": "miniature",
-    "04": "not yet a miniature: quick stops after 470 steps, inside the training transient of the ReLU "
-          "cosines, at another learning rate and batch size (rules v1)",
+    "04": "miniature",
     "05": "not yet a miniature: quick trains at another learning rate (rules v2)",
     "06": "not yet a miniature: quick trains at another learning rate (rules v2)",
     "07": "not yet a miniature: quick nets have 4 layers and full nets 6, so \"the deepest layer\" is another "
@@ -441,10 +440,11 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
         # gradient cosine is measured on the first n_cos_inputs test images. top_paths enumerates
         # Π m_ℓ · 10 path values, which must stay below paths.MAX_ENTRIES.
         "quick": dict(fmnist_per_class=(400, 100, 100), widths=(64, 64, 64),
-                      epochs=15, lr=2e-3, batch_size=128, n_snapshots=6, n_cos_inputs=500, n_paths_shown=4),
+                      epochs=100, lr=1e-3, batch_size=256, n_snapshots=6, n_cos_inputs=500, n_paths_shown=4,
+                      n_seeds=5),
         "full": dict(fmnist_per_class=(5400, 600, 1000), widths=(96, 96, 96),
                      epochs=100, lr=1e-3, batch_size=256, n_snapshots=20, n_cos_inputs=10000,
-                     n_paths_shown=6),
+                     n_paths_shown=6, n_seeds=5),
     },
     "05": {
         "quick": dict(n_train=256, widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30,
