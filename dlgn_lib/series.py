@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import json
 import os
 import re
@@ -287,12 +288,39 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
+def cell_progress(output: Path) -> str | None:
+    """Where papermill is in the notebook it is writing to ``output`` (it saves the notebook as
+    each cell starts): "cell 14 of 32 for 3.5 min". None while the file is missing, half written,
+    or has no cell running."""
+    try:
+        nb = json.loads(Path(output).read_text())
+    except (OSError, ValueError):
+        return None
+    cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    states = [c.get("metadata", {}).get("papermill", {}) for c in cells]
+    running = [k for k, state in enumerate(states) if state.get("status") == "running"]
+    if not running:
+        return None
+    k = running[0]
+    try:
+        since = datetime.datetime.fromisoformat(states[k]["start_time"])
+    except (KeyError, TypeError, ValueError):
+        return f"cell {k + 1} of {len(cells)}"
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=datetime.timezone.utc)
+    in_cell = (datetime.datetime.now(datetime.timezone.utc) - since).total_seconds()
+    return f"cell {k + 1} of {len(cells)} for {_minutes(max(in_cell, 0.0))}"
+
+
 def progress_line(running: dict[str, float], done: set[str], total: int, elapsed: float,
-                  expected: dict[str, float], workers: int) -> str:
+                  expected: dict[str, float], workers: int, cells: dict[str, str | None] | None = None) -> str:
     """One "still running" line: each running notebook's time so far (and its last measured
-    time), the count done, and an estimate of what is left (remaining measured time / workers)."""
+    time) and the cell it is in (``cells``: name → ``cell_progress``), the count done, and an
+    estimate of what is left (remaining measured time / workers)."""
     now = time.perf_counter()
+    cells = cells or {}
     parts = [f"{name} {_minutes(now - start)}" + (f" of ~{_minutes(expected[name])}" if name in expected else "")
+             + (f" ({cells[name]})" if cells.get(name) else "")
              for name, start in sorted(running.items())]
     left = sum(max(expected.get(name, 0.0) - (now - start), 0.0) for name, start in running.items())
     left += sum(v for k, v in expected.items() if k not in running and k not in done)
@@ -321,8 +349,10 @@ def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile:
 
         def heartbeat():
             while not stop.wait(HEARTBEAT_S):
-                progress(progress_line(dict(running), set(done), len(notebooks), time.perf_counter() - begun,
-                                       expected, workers))
+                now_running = dict(running)
+                cells = {name: cell_progress(output_dir / name) for name in now_running}
+                progress(progress_line(now_running, set(done), len(notebooks), time.perf_counter() - begun,
+                                       expected, workers, cells))
         threading.Thread(target=heartbeat, daemon=True).start()
     submitted = time.perf_counter()
     futures = {

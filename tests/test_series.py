@@ -172,3 +172,39 @@ def test_kernels_talk_over_private_unix_sockets_and_leave_nothing(tmp_path, capf
     assert "without encryption" not in capfd.readouterr().err
     assert list((tmp_path / "tmp").iterdir()) == []  # the kernel's socket folder is gone
     assert sorted(p.name for p in folder.iterdir()) == ["01_transport.ipynb"]  # nothing beside the notebook
+
+
+def test_cell_progress_reads_the_running_cell_from_papermill_s_saved_copy(tmp_path):
+    import datetime
+    import json
+    started = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=125)).isoformat()
+    nb = new_notebook(cells=[new_code_cell("a"), nbformat.v4.new_markdown_cell("m"), new_code_cell("b"),
+                             new_code_cell("c")])
+    for cell, state in zip([nb.cells[0], nb.cells[2], nb.cells[3]], ("completed", "running", "pending")):
+        cell.metadata.papermill = {"status": state, "start_time": started if state == "running" else None}
+    path = tmp_path / "07_x.ipynb"
+    nbformat.write(nb, path)
+    assert series.cell_progress(path) == "cell 2 of 3 for 2.1 min"      # code cells only; 125 s in it
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2])                              # papermill mid-write
+    assert series.cell_progress(path) is None
+    assert series.cell_progress(tmp_path / "missing.ipynb") is None
+    done = json.loads(text)
+    for cell in done["cells"]:
+        cell.get("metadata", {}).get("papermill", {}).update(status="completed")
+    path.write_text(json.dumps(done))
+    assert series.cell_progress(path) is None                             # nothing running
+
+
+def test_a_long_run_says_which_cell_is_running(tmp_path, build, monkeypatch):
+    folder = tmp_path / "slow"
+    folder.mkdir()
+    write_notebook(folder / "01_slow.ipynb", "import time", "time.sleep(6)", "print('done')",
+                   parameters='PROFILE = "quick"')
+    monkeypatch.setattr(series, "HEARTBEAT_S", 0.5)
+    lines = []
+    [result] = series.run_series(folder, workers=1, progress=lines.append)
+    assert result.ok, result.message
+    beats = [line for line in lines if line.startswith("  ... ")]
+    # code cells as papermill runs them: parameters, its injected parameters, import, sleep, print
+    assert any("01_slow.ipynb" in line and "(cell 4 of 5 for " in line for line in beats), beats
