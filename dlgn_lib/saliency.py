@@ -155,6 +155,16 @@ def summary_table(table: pd.DataFrame, keys=("model", "layer")) -> pd.DataFrame:
                                   orient="index").rename_axis(list(keys))
 
 
+def seed_medians(table: pd.DataFrame, model: str, layer: int) -> list[float]:
+    """Per seed (in the order of ``table``'s ``seed`` column), the median over one layer's neurons
+    of ``mean_cos`` in a ``cosine_table`` of several seeds: the per-seed values of C4's ReLU check
+    (rules v3)."""
+    rows = table[(table["model"] == model) & (table["layer"] == layer)]
+    if rows.empty:
+        raise ValueError(f"the table has no rows of model {model!r}, layer {layer}")
+    return [float(group["mean_cos"].median()) for _, group in rows.groupby("seed", sort=False)]
+
+
 def saliency_rows(neurons, x: torch.Tensor, layer: int) -> tuple[dict, dict]:
     """The saliency maps of chosen neurons of one layer at the inputs ``x``, for a grid of images.
 

@@ -1,7 +1,8 @@
 """The identity rules (C1 in 01, C3 in 03, rules v3) hold at any weights, initialisation included,
 so they are not held against init (reconstruction §8.1). What they measure is the decomposition
 itself: here a wrong decomposition is planted in a network at initialisation, and the same checks,
-at the thresholds the registry holds, fail; the honest decomposition passes them."""
+at the thresholds the registry holds, fail; the honest decomposition passes them. C4 (04) is a
+structural contrast that holds at init too: its checks fail on networks without the structure."""
 from types import SimpleNamespace
 
 import numpy as np
@@ -129,3 +130,57 @@ def test_worst_region_checks_sums_disagreements_and_takes_the_worst_of_the_rest(
     assert planes.worst_region_checks(rows) == {"seeds": 2, "disagreements": 7, "worst area z": 3.5,
                                                 "tiling error": 4e-16}
     assert np.isclose(planes.worst_region_checks(rows.iloc[:1])["worst area z"], 1.5)
+
+
+# --------------------------------------------------------------------------- C4 (04): a structural contrast
+
+from dlgn_lib import saliency  # noqa: E402
+
+
+def c4_tables(make_model, seeds=(0, 1, 2, 3, 4), n_inputs=60):
+    x = torch.randn(n_inputs, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
+    rows = []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        rows.append(saliency.cosine_table(make_model().double(), x, model="m", seed=seed))
+    return pd.concat(rows, ignore_index=True)
+
+
+def c4_checks(table, layers=(1, 2, 3)):
+    t = registered("04")
+    mins = [verdict.exact_check(f"min layer {layer}", table[table["layer"] == layer]["mean_cos"].min(),
+                                table["seed"].nunique(), ">=", t["DLGN_MIN_COS"]) for layer in layers]
+    medians = [verdict.seed_check(f"median layer {layer}", saliency.seed_medians(table, "m", layer), "<",
+                                  t["RELU_MAX_MEDIAN_COS"]) for layer in layers if layer >= 2]
+    return mins, medians
+
+
+def test_c4_dlgn_check_fails_on_a_relu_net_s_later_layers_and_its_relu_check_on_global_maps():
+    relu = c4_tables(lambda: models.ReLUNet(12, (16, 16, 16), 3))
+    mins, medians = c4_checks(relu)
+    assert mins[0].outcome == verdict.PASS                      # layer 1 of a ReLU net is global too
+    assert [c.outcome for c in mins[1:]] == [verdict.FAIL, verdict.FAIL]
+    assert all(c.outcome == verdict.PASS for c in medians)      # a ReLU net's later maps bend (at init)
+
+    dlgn = c4_tables(lambda: models.DLGN(12, (16, 16, 16), 3))
+    mins, medians = c4_checks(dlgn)
+    assert all(c.outcome == verdict.PASS for c in mins)
+    assert all(c.outcome == verdict.FAIL for c in medians)      # global maps: the ReLU check fails
+
+    def always_on():                                            # every unit on at every input: a linear net
+        net = models.ReLUNet(12, (16, 16, 16), 3)
+        with torch.no_grad():
+            for layer in net.layers[:-1]:
+                layer.bias.fill_(100.0)
+        return net
+
+    mins, medians = c4_checks(c4_tables(always_on))
+    assert all(c.outcome == verdict.PASS for c in mins) and all(c.outcome == verdict.FAIL for c in medians)
+
+
+def test_seed_medians_are_each_seed_s_median_over_its_layer_s_neurons():
+    table = pd.DataFrame({"model": ["m"] * 7 + ["x"], "layer": [2] * 6 + [3, 2],
+                          "seed": [5, 5, 5, 4, 4, 4, 5, 5], "mean_cos": [0.1, 0.9, 0.5, 0.2, 0.4, 0.3, 0.0, 0.0]})
+    assert saliency.seed_medians(table, "m", 2) == [0.5, 0.3]
+    with pytest.raises(ValueError, match="no rows of model 'm', layer 4"):
+        saliency.seed_medians(table, "m", 4)

@@ -174,7 +174,7 @@ def test_a_process_that_waits_on_a_lock_says_so(monkeypatch, capsys):
 
 
 def test_entries_take_the_umask_permissions_and_record_who_made_them(monkeypatch):
-    namespace = {"PROFILE": "quick", "SEED": 0}
+    namespace = {"PROFILE": "quick", "SEED": 0, "SEEDS": None}
     monkeypatch.setattr(C, "_MADE_BY", None)
     C.setup("01", namespace, show=False)
     cfg = small_config()
