@@ -17,6 +17,7 @@
 #   make student                  the student edition: build/student/ (outputs cleared, no solutions)
 #   make book                     the rendered book of the committed notebooks: build/book/index.html
 #                                 (nothing re-executed; sliders as static twins)
+#   make slides                   slides of the 90-minute class (nbconvert, reveal.js): build/slides/
 #   make bench                    performance benchmarks (reconstruction §6)
 #   make report                   regenerate the README's tables and the notebooks' results blocks
 #   make data                     prepare the datasets
@@ -41,7 +42,7 @@ BUILD_DIR := $(abspath $(or $(DLGN_BUILD_DIR),build))
 RUNS_DIR := $(abspath $(or $(DLGN_RUNS_DIR),$(or $(DLGN_DATA_DIR),data)/runs))
 $(foreach v,DLGN_DATA_DIR DLGN_RUNS_DIR DLGN_FIGURES_DIR DLGN_BUILD_DIR,$(if $($(v)),$(eval export $(v) := $(abspath $($(v))))))
 
-.PHONY: venv data figures test test-library test-notebooks verify spread lab bench report student book lock clean check-profile
+.PHONY: venv data figures test test-library test-notebooks verify spread lab bench report student book slides lock clean check-profile
 
 venv: $(STAMP)
 
@@ -108,6 +109,11 @@ student: venv
 # Sphinx + myst-nb over the committed outputs (docs/book/build.py; sources staged in build/book-src).
 book: venv
 	$(PY) docs/book/build.py $(BUILD_DIR)/book
+
+# The 90-minute class's slides: nbconvert --to slides over the committed notebooks of the class
+# path (dlgn_lib.slides; reveal.js, jQuery, RequireJS and MathJax from verified npm tarballs).
+slides: venv
+	$(PY) -m dlgn_lib.slides --out $(BUILD_DIR)/slides
 
 check-profile:
 	@case "$(PROFILE)" in quick|full) ;; \

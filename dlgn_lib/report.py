@@ -3,7 +3,8 @@
 Three kinds of text are written here, each between markers ``<!-- report:NAME -->`` and
 ``<!-- /report:NAME -->`` that nothing else edits:
 
-- the README's claims table (``claims``) and runtime table (``times``);
+- the README's opening table of bottom lines (``bottom``), its claims table (``claims``),
+  history (``history``), runtime table (``times``) and spread table (``spread``);
 - the course guide's timing table (``times``, ``teaching/course_guide.md``);
 - each notebook's "## Results" cell (``results``): every verdict check with its value under
   ``quick`` and ``full``, and the runtimes.
@@ -51,6 +52,16 @@ CLAIMS = (
     ("C7", "ReLU networks learn features the same way (hypothesis)", ("06", "08", "10")),
     ("T", "benchmarks against ReLU, DLN and frozen-gate baselines", ("09",)),
 )
+#: Each claim in a few words, for the short table of bottom lines that opens README and the book.
+SHORT_CLAIMS = {
+    "C1": "output = sum over paths of value × gate",
+    "C2": "the DLGN is midway between a linear net and a ReLU net",
+    "C3": "each feature is an intersection of half-spaces",
+    "C4": "DLGN features are global; saliency maps are local",
+    "C5": "half-spaces settle where the target is not smooth",
+    "C6": "later-layer half-spaces cluster in training",
+    "C7": "ReLU nets learn features the same way",
+}
 #: What a reader can move in each notebook (course guide).
 LIVE = {
     "00": "β slider: soft vs hard gates; epoch slider of gate lines; build-a-DLGN-by-hand panel",
@@ -320,6 +331,35 @@ def bottom_line_cell(data: dict[str, Measured], claim: str) -> str:
         + "<br>" + "<br>".join(parts)
 
 
+def _word(word: str) -> str:
+    return {"SUPPORTED": "SUPPORTED", "NOT SUPPORTED": "**NOT SUPPORTED**"}.get(word, f"*{word}*")
+
+
+def bottom_lines_table(data: dict[str, Measured]) -> str:
+    """The short table that opens README and the book: per claim, its bottom line at paper scale
+    (``full``, by the registered combination), the quick result, and the notebooks. Details and
+    history follow in the claims table."""
+    from dlgn_lib.verdict import PENDING, bottom_line, combination_rule
+    rows = ["| claim | at paper scale (`full`) | `quick` (minutes on a laptop) | notebooks |", "|---|---|---|---|"]
+    for claim, _, notebooks in CLAIMS:
+        if not claim.startswith("C"):
+            continue
+        words, waiting = {}, []
+        for n in combination_rule()["claims"][claim]:
+            mine = [v for v in (data[n].full or []) if v.claim == claim]
+            words[n] = mine[0].word if mine and full_is_current(data[n]) else None
+            if words[n] is None:
+                waiting.append(n + (f" (earlier rule: {mine[0].word})" if mine else ""))
+        line = bottom_line(claim, words)
+        full = _word(line) if line != PENDING else f"*pending*: no `full` run under the current rule in {', '.join(waiting)}"
+        quick_words = {n: v.word for n in notebooks for v in (data[n].quick or []) if v.claim == claim}
+        quick = (_word(next(iter(quick_words.values()))) if len(set(quick_words.values())) == 1
+                 else ", ".join(f"{n} {_word(w)}" for n, w in quick_words.items())) if quick_words else "—"
+        links = ", ".join(f"[{n}](notebooks/{data[n].name}.ipynb)" for n in notebooks)
+        rows.append(f"| {claim}: {_escape(SHORT_CLAIMS[claim])} | {_escape(full)} | {_escape(quick)} | {links} |")
+    return "\n".join(rows)
+
+
 def claims_table(data: dict[str, Measured]) -> str:
     """One line per claim: its bottom line under full (the registered combination of its notebooks,
     reconstruction §8.1), its quick results, and where it is shown."""
@@ -472,6 +512,7 @@ def generated(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -
     data = measured(notebooks_dir, record)
     out = {}
     readme = README.read_text()
+    readme = _replace_block(readme, "bottom", bottom_lines_table(data), str(README))
     readme = _replace_block(readme, "claims", claims_table(data), str(README))
     readme = _replace_block(readme, "history", history_table(), str(README))
     from dlgn_lib import reproduce

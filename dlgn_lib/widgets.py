@@ -25,8 +25,9 @@ import matplotlib.pyplot as plt
 
 #: Most frames a static twin holds (evenly spaced over the epoch control's values, last included).
 TWIN_FRAMES = 10
-#: Resolution and JPEG quality of a twin's frames (the live panel's PNGs are 90 dpi).
-TWIN_DPI = 45
+#: Resolution and JPEG quality of a twin's frames: the live panel's resolution (its PNGs are 90
+#: dpi), so a twin shown at the book's column width and zoomed is as legible as the live figure.
+TWIN_DPI = 90
 TWIN_QUALITY = 70
 #: The control a twin steps through.
 TWIN_CONTROL = "epoch"
@@ -101,7 +102,7 @@ def twin_html(frames: Sequence[tuple[object, str, bytes]], *, start: int | None 
         parts.append(
             f'<div class="dlgn-frame" data-value="{html.escape(str(value))}"{"" if i == start else " hidden"}>'
             + (f"<div>{caption}</div>" if caption else "")
-            + f'<img alt="{html.escape(control)} {html.escape(str(value))}" style="max-width:100%" '
+            + f'<img alt="{html.escape(control)} {html.escape(str(value))}" style="width:100%" '
               f'src="data:image/jpeg;base64,{data}"></div>')
     parts.append("</div>")
     return "\n".join(parts)

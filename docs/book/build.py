@@ -6,7 +6,7 @@ Nothing is executed: the book shows the notebooks as committed (quick profile), 
 static twin (dlgn_lib.widgets). The sources are staged in ``OUT-src/`` beside ``OUT``: conf.py and
 _static/ from this folder, copies of notebooks/*.ipynb without their saved widget state (the twins
 replace it), a thumbnail and a full copy of each figures/*.png, and the front page, index.md,
-generated here: the claims table (dlgn_lib.report; its links, notebooks/NAME.ipynb, name the
+generated here: the bottom line per claim and the claims table (dlgn_lib.report; its links, notebooks/NAME.ipynb, name the
 staged notebooks, which MyST turns into links to their pages), the notebooks' table of contents,
 the figure gallery by notebook and the paper's citation (README, "How to cite"). Then ``sphinx-build -b html`` writes ``OUT/index.html``. See conf.py for why Sphinx
 with myst-nb rather than Jupyter Book.
@@ -30,6 +30,7 @@ from dlgn_lib import locations, report
 HERE = Path(__file__).resolve().parent
 ROOT = locations.REPO_ROOT
 NOTEBOOKS = ROOT / "notebooks"
+RECONSTRUCTION = ROOT / "docs" / "reconstruction.md"
 FIGURES = ROOT / "figures"
 #: Width in pixels of the gallery's thumbnails (shown 220 px wide).
 THUMB_WIDTH = 400
@@ -42,6 +43,13 @@ def citation(readme: Path = ROOT / "README.md") -> str:
     if match is None:
         raise ValueError(f"{readme}: no bibtex block under '## How to cite'")
     return match.group(1).strip()
+
+
+def book_reconstruction(text: str) -> str:
+    """The reconstruction document as a page of the book: its HTML anchors (``<a id="s1"></a>``,
+    which notebooks link as ``../docs/reconstruction.md#s1``) become MyST targets, so Sphinx
+    resolves those links to the section."""
+    return re.sub(r'^<a id="([\w-]+)"></a>$', r"(\1)=", text, flags=re.M)
 
 
 def figure_caption(path: Path) -> str:
@@ -80,7 +88,14 @@ executed with the `quick` profile; nothing was run to make this book. The slider
 copies: a few pre-rendered epochs behind a range control, which works without a kernel. To run
 the notebooks and move every control, install the package (`make lab`).
 
-## Claims and verdicts
+## What holds
+
+Each claim of the paper's abstract, judged by rules fixed before the runs. A claim is SUPPORTED
+at paper scale only when every notebook that judges it says so under the `full` profile.
+
+{report.bottom_lines_table(data)}
+
+## Claims and verdicts in detail
 
 {report.claims_table(data)}
 
@@ -90,6 +105,7 @@ the notebooks and move every control, install the package (`make lab`).
 :maxdepth: 1
 
 {toc}
+docs/reconstruction
 ```
 
 ## Figure gallery
@@ -116,6 +132,8 @@ def stage(source: Path, notebooks: Path = NOTEBOOKS) -> None:
         nb = nbformat.read(path, as_version=4)
         nb.metadata.pop("widgets", None)         # the live widgets' state: the twins stand for it
         nbformat.write(nb, source / "notebooks" / path.name)
+    (source / "docs").mkdir()
+    (source / "docs" / "reconstruction.md").write_text(book_reconstruction(RECONSTRUCTION.read_text()))
     figures = sorted(FIGURES.glob("[0-9][0-9]_*.png"))
     for folder in ("figures", "thumbs"):
         (source / "_static" / folder).mkdir()

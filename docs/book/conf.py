@@ -38,5 +38,8 @@ html_theme_options = {"show_toc_level": 1}
 # The figures have white backgrounds; an explicit mode also keeps the theme's script from logging
 # "invalid theme mode" on a first visit.
 html_context = {"default_mode": "light"}
+# The download button ships each page's notebook (the staged copy: committed outputs, no saved
+# widget state) as _sources/notebooks/NN_name.ipynb, under its own name, not with a ".txt" suffix.
 html_show_sourcelink = False
-html_copy_source = False
+html_copy_source = True
+html_sourcelink_suffix = ""

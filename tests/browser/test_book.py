@@ -34,11 +34,19 @@ TWIN_PAGE = "01_paths"
 
 
 @pytest.fixture(scope="module")
-def book(chromium, tmp_path_factory) -> Path:
-    """The book built into a throwaway folder (after the Chromium check: no build to skip)."""
+def built(chromium, tmp_path_factory) -> tuple[Path, str]:
+    """The book built into a throwaway folder (after the Chromium check: no build to skip), with
+    everything the build printed."""
     out = tmp_path_factory.mktemp("book") / "book"
-    subprocess.run([sys.executable, str(BUILD), str(out)], check=True, cwd=locations.REPO_ROOT)
-    return out
+    done = subprocess.run([sys.executable, str(BUILD), str(out)], cwd=locations.REPO_ROOT, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def book(built) -> Path:
+    return built[0]
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -159,9 +167,28 @@ def test_every_page_loads_without_errors_and_every_image_decodes(book, book_page
     assert images >= len(list((locations.REPO_ROOT / "figures").glob("[0-9][0-9]_*.png")))
 
 
+def test_the_build_prints_no_warning(built):
+    assert "WARNING" not in built[1] and "ERROR" not in built[1], built[1]
+
+
+def test_front_page_opens_with_one_bottom_line_per_claim(book_page):
+    page = book_page.open("index.html")
+    first = page.locator("table").first
+    assert [h.strip() for h in first.locator("th").all_text_contents()][:2] == ["claim", "at paper scale (full)"]
+    rows = first.locator("tbody tr")
+    assert [r.split(":")[0] for r in rows.locator("td:first-child").all_text_contents()] == \
+        ["C1", "C2", "C3", "C4", "C5", "C6", "C7"]
+    for line in rows.locator("td:nth-child(2)").all_text_contents():
+        assert line.startswith(("SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE", "pending")), line
+    # it comes first: above the fold of a 900-pixel-high window, before the detailed table
+    assert first.bounding_box()["y"] < 900
+    detail = page.locator("#claims-and-verdicts-in-detail")
+    assert detail.count() == 1 and detail.bounding_box()["y"] > first.bounding_box()["y"]
+
+
 def test_front_page_has_the_claims_the_gallery_and_the_citation(book_page):
     page = book_page.open("index.html")
-    table = page.locator("table").first
+    table = page.locator("#claims-and-verdicts-in-detail table").first
     assert table.locator("th").first.text_content().strip() == "id"
     claims = [c.strip() for c in table.locator("tbody tr td:first-child").all_text_contents()]
     assert claims == ["—", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "T"]
@@ -213,3 +240,92 @@ def test_formulas_are_typeset_without_a_network(book_page):
     page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=30_000)
     assert page.evaluate("document.querySelectorAll('mjx-container').length") >= 3
     assert book_page.outside == [] and book_page.errors == [], book_page.errors
+
+
+def test_verdict_blocks_wrap_inside_the_column(book, book_page):
+    """A verdict's printed checks wrap: no verdict block is wider than its column, so every value
+    and threshold is in view (other outputs may scroll sideways)."""
+    checked = 0
+    for notebook in sorted((locations.REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        page = book_page.open(f"notebooks/{notebook.stem}.html")
+        for box in page.locator(".tag_verdict .cell_output pre").all():
+            size = box.evaluate("p => [p.scrollWidth, p.clientWidth, p.getBoundingClientRect().right, "
+                                "document.querySelector('main').getBoundingClientRect().right]")
+            assert size[0] <= size[1] + 1 and size[2] <= size[3] + 1, (notebook.name, size)
+            checked += 1
+    assert checked >= 9            # every notebook with a verdict shows one
+
+
+def test_twin_frames_fill_the_column_at_the_live_figure_s_resolution(book_page, shots):
+    page = book_page.open(f"notebooks/{TWIN_PAGE}.html")
+    twin = page.locator(".dlgn-twin").first
+    twin.scroll_into_view_if_needed()
+    shown = twin.locator(".dlgn-frame:not([hidden]) img")
+    width, natural, column = shown.evaluate(
+        "i => [i.getBoundingClientRect().width, i.naturalWidth, i.closest('.dlgn-twin').clientWidth]")
+    assert width >= 0.9 * column, (width, column)        # the frame spans the column (padding aside)
+    assert natural >= 0.8 * width, (natural, width)       # not a small image blown up: legible when zoomed
+    twin.screenshot(path=str(shots / "book-twin-width.png"))
+
+
+def test_every_internal_link_resolves_and_each_notebook_page_downloads_its_notebook(book, book_page):
+    """Every link inside the book reaches a file of the book, and its #fragment an element of that
+    page (the reconstruction document is a page of the book); the download button of a notebook
+    page fetches that notebook."""
+    import html.parser
+    import urllib.parse
+
+    class Links(html.parser.HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.hrefs, self.ids = [], set()
+
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            if attrs.get("id"):
+                self.ids.add(attrs["id"])
+            if tag == "a" and attrs.get("href"):
+                self.hrefs.append(attrs["href"])
+
+    parsed = {}
+    for path in pages(book):
+        parser = Links()
+        parser.feed((book / path).read_text())
+        parsed[path] = parser
+    broken, reached = [], 0
+    for path, parser in parsed.items():
+        for href in parser.hrefs:
+            url = urllib.parse.urlsplit(href)
+            if url.scheme or href.startswith(("mailto:", "javascript:")) or href == "#":
+                continue
+            target = (book / path).parent / urllib.parse.unquote(url.path) if url.path else book / path
+            target = Path(str(target.resolve()))
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                broken.append(f"{path}: {href}")
+                continue
+            reached += 1
+            if url.fragment and target.suffix == ".html":
+                ids = parsed.get(str(target.relative_to(book.resolve())), Links()).ids
+                if url.fragment not in ids:
+                    broken.append(f"{path}: {href} (no #{url.fragment})")
+    assert broken == [], "\n".join(broken[:20])
+    assert reached > 100
+    assert any("docs/reconstruction.html#s1" in h for h in parsed["notebooks/01_paths.html"].hrefs)
+
+    page = book_page.open(f"notebooks/{TWIN_PAGE}.html")
+    href = page.locator("a.btn-download-source-button").get_attribute("href")
+    got = page.request.get(urllib.parse.urljoin(page.url, href))
+    assert got.status == 200 and href.endswith(f"{TWIN_PAGE}.ipynb"), href
+    shipped = nbformat.reads(got.text(), as_version=4)
+    committed = nbformat.read(locations.REPO_ROOT / "notebooks" / f"{TWIN_PAGE}.ipynb", as_version=4)
+    assert [c.source for c in shipped.cells] == [c.source for c in committed.cells]
+
+
+def test_the_footer_names_the_licence_the_repository_carries(book_page):
+    licence = (locations.REPO_ROOT / "LICENSE").read_text().splitlines()
+    holder = next(line for line in licence if line.startswith("Copyright")).split(" ", 3)[-1]
+    footer = book_page.open("index.html").locator("footer.bd-footer-content").inner_text()
+    assert licence[0].startswith("MIT") and "MIT" in footer, footer
+    assert holder.lower() in footer.lower(), (holder, footer)
