@@ -192,6 +192,24 @@ def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = 
             "tolerance_factor": reproduce.TOLERANCE_FACTOR, "notebooks": notebooks}
 
 
+def with_machine(machines: Sequence[Mapping], new: Mapping, notebooks: Sequence[str] | None) -> list[dict]:
+    """The record's ``machines`` with the machine of ``new`` in it once, and the notebooks it measured
+    (``notebooks``; None when it measured them all). A machine already listed gains the notebooks."""
+    label = machine_label(new["machine"])
+    machines = [dict(m) for m in machines]
+    mine = [m for m in machines if m.get("label") == label]
+    if not mine:
+        entry = {"label": label, **new["machine"], "code_version": new.get("code_version")}
+        if notebooks is not None:
+            entry["notebooks"] = sorted(notebooks)
+        return [*machines, entry]
+    if notebooks is None:
+        mine[0].pop("notebooks", None)
+    elif "notebooks" in mine[0]:
+        mine[0]["notebooks"] = sorted({*mine[0]["notebooks"], *notebooks})
+    return machines
+
+
 def replace_notebooks(old: Mapping, new: Mapping, only: Sequence[str]) -> dict:
     """The record ``old`` with the entries of the notebooks ``only`` measured anew in ``new``.
 
@@ -219,14 +237,7 @@ def replace_notebooks(old: Mapping, new: Mapping, only: Sequence[str]) -> dict:
                 output["values"] = {rename.get(k, k): v for k, v in output["values"].items()}
         entry["measured_on"] = {"machine": label, "code_version": new.get("code_version")}
         merged["notebooks"][nb_id] = entry
-    machines = [dict(m) for m in old.get("machines", [])]
-    mine = [m for m in machines if m.get("label") == label]
-    if mine:                                      # this machine again: it now measured these notebooks too
-        mine[0]["notebooks"] = sorted({*mine[0].get("notebooks", []), *only})
-    else:
-        machines.append({"label": label, **new["machine"], "code_version": new.get("code_version"),
-                         "notebooks": sorted(only)})
-    merged["machines"] = machines
+    merged["machines"] = with_machine(old.get("machines", []), new, only)
     merged["variants"] = {**old.get("variants", {}),
                           **{f"{n} @ {label}": env for n, env in new.get("variants", {}).items()}}
     return merged
@@ -243,11 +254,10 @@ def merge_records(old: Mapping, new: Mapping) -> dict:
     summary is computed again. The record's ``machines`` lists every machine that contributed.
     """
     merged = {k: v for k, v in old.items() if k != "notebooks"}
-    merged["machines"] = [*old.get("machines", [{"label": machine_label(old["machine"]), **old["machine"],
-                                                 "code_version": old.get("code_version")}]
-                                  if old.get("machine") else []),
-                          {"label": machine_label(new["machine"]), **new["machine"],
-                           "code_version": new.get("code_version")}]
+    machines = old.get("machines", [{"label": machine_label(old["machine"]), **old["machine"],
+                                     "code_version": old.get("code_version")}] if old.get("machine") else [])
+    measured = sorted(new.get("notebooks", {}))
+    merged["machines"] = with_machine(machines, new, measured if measured != sorted(old.get("notebooks", {})) else None)
     merged["variants"] = {**old.get("variants", {}), **new.get("variants", {})}
     merged["code_version"] = new.get("code_version", old.get("code_version"))
     notebooks = {}
@@ -358,8 +368,10 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
     record = Path(record or reproduce.SPREAD_RECORD)
     if add:
         label = machine_label()
-        data = merge_records(reproduce.load_record(record),
-                             build_record({f"{name} @ {label}": folder for name, folder in dirs.items()}))
+        new = build_record({f"{name} @ {label}": folder for name, folder in dirs.items()})
+        if only:   # the other notebooks were not run here: they keep their entries as they are
+            new["notebooks"] = {k: v for k, v in new["notebooks"].items() if k in only}
+        data = merge_records(reproduce.load_record(record), new)
     elif only:
         data = replace_notebooks(reproduce.load_record(record), build_record(dirs), only)
     else:

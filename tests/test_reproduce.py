@@ -263,3 +263,15 @@ def test_the_lines_that_follow_from_a_record_are_those_the_record_gives_now():
         for line in lines:
             if m := smoke.match(line):
                 assert line == verdict.smoke_line(m[1], m[2], nb_id), f"{nb_id}: run python -m dlgn_lib.series outputs --only {nb_id}"
+
+
+def test_a_machine_is_listed_once_with_the_notebooks_it_measured():
+    from dlgn_lib import verify
+    new = _record({"committed": "x 1.0\n", "pinned": "x 1.1\n"}, "C")
+    label = verify.machine_label(new["machine"])
+    first = verify.with_machine([{"label": "A"}], new, ["05"])
+    assert [m["label"] for m in first] == ["A", label] and first[1]["notebooks"] == ["05"]
+    again = verify.with_machine(first, new, ["08", "06"])
+    assert [m["label"] for m in again] == ["A", label] and again[1]["notebooks"] == ["05", "06", "08"]
+    assert "notebooks" not in verify.with_machine(first, new, None)[1]     # then it measured them all
+    assert first[1]["notebooks"] == ["05"]                                  # the input is not changed
