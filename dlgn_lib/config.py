@@ -379,12 +379,11 @@ SIZE_KEYS = frozenset({
 #: yet a miniature: why" for a notebook whose rule has not been moved to rules v3.
 QUICK_IS: dict[str, str] = {
     "00": "no verdict", "09": "no verdict", "11": "no verdict",
-    "10": "smoke test",
+    "05": "smoke test", "10": "smoke test",
     "01": "miniature",
     "02": "not yet a miniature: quick trains at another learning rate (rules v2)",
     "03": "miniature",
     "04": "miniature",
-    "05": "not yet a miniature: quick trains at another learning rate (rules v2)",
     "06": "not yet a miniature: quick trains at another learning rate (rules v2)",
     "07": "not yet a miniature: quick nets have 4 layers and full nets 6, so \"the deepest layer\" is another "
           "layer; another learning rate and batch size (rules v2)",
@@ -447,8 +446,9 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
                      n_paths_shown=6, n_seeds=5),
     },
     "05": {
-        "quick": dict(n_train=256, widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30,
-                      eval_every=10, n_seeds=3),
+        # Rule v3: quick is a smoke test (S1 and S3 move with widths and n_train), at full's lr.
+        "quick": dict(n_train=256, widths=(16, 16, 16), epochs=800, lr=5e-3, n_snapshots=30,
+                      eval_every=10, n_seeds=5),
         "full": dict(n_train=1024, widths=(32, 32, 32), epochs=4000, lr=5e-3, n_snapshots=60,
                      eval_every=10, n_seeds=10),
     },
@@ -484,8 +484,8 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
                      n_relu_points=200),
     },
     "11": {
-        # Sensitivity map of C5 on the circle. Run sizes are notebook 05's quick ones (so the map's
-        # registered cells share 05's runs); the grid: n_trains × inits × betas × gate biases ×
+        # Sensitivity map of C5 on the circle. Run sizes are notebook 05's quick ones under rule v2
+        # (so the map's registered cells share 05's v2 runs); the grid: n_trains × inits × betas × gate biases ×
         # targets ("default" or k: the random target of seed TARGET_SEED + k), `n_seeds` seeds each.
         # n_rotations: rotations of the random-rotation baselines.
         "quick": dict(widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30, eval_every=10, n_seeds=5,

@@ -219,7 +219,8 @@ SMOKE_MARK = "SMOKE TEST"
 
 def recorded_full(notebook: str | None, claim: str) -> str:
     """The ``full`` verdict of ``claim`` recorded for ``notebook`` in ``docs/full_results.json``, as
-    "SUPPORTED (4 of 4 checks pass)", or "not recorded"."""
+    "SUPPORTED (4 of 4 checks pass)", or "not recorded"; a record from before the notebook's current
+    rule says so ("… under rule v2; no full run under rule v3 yet")."""
     if notebook is None:
         return "not recorded"
     from dlgn_lib import report
@@ -233,7 +234,11 @@ def recorded_full(notebook: str | None, claim: str) -> str:
             if any(c.low is not None for c in v.checks):
                 outcomes = [c.outcome for c in v.checks]
                 counts += f", {outcomes.count(FAIL)} fail, {outcomes.count(INCONCLUSIVE)} inconclusive"
-            return f"{v.word} ({counts})"
+            rule, now = entry.get("rule"), report.current_rule(notebook)
+            if rule is None and now < 3:   # recorded before rules v3: under the rule of its time
+                rule = now
+            stale = "" if rule == now else (f" under rule v{rule}" if rule is not None else " under an earlier rule")
+            return f"{v.word} ({counts}){stale}" + (f"; no full run under rule v{now} yet" if stale else "")
     return "not recorded"
 
 

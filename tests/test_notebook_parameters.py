@@ -91,3 +91,14 @@ def test_make_rejects_a_bad_profile_before_installing_or_preparing_anything(tmp_
     assert done.returncode != 0
     assert "PROFILE=bogus is not a profile; use PROFILE=quick or PROFILE=full" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "nothing was installed or prepared"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_papermill_reads_every_declared_parameter_with_its_help(notebook, caplog):
+    """``papermill --help-notebook`` lists what papermill parses from the parameters cell; a line it
+    cannot parse (an "=" inside the comment) silently drops that parameter from the list."""
+    found = papermill.inspect_notebook(str(notebook))
+    declared = config.NOTEBOOK_PARAMETERS[locations.notebook_id(notebook)]
+    assert sorted(found) == sorted(declared)
+    assert all(found[name]["help"] for name in declared), "every parameter has its comment as help"
+    assert "Unable to parse" not in caplog.text

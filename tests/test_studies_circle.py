@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dlgn_lib import circle, config, data, fidelity, plots
+from dlgn_lib import circle, config, data, fidelity, intervals, plots
 from dlgn_lib.studies import circle as study
 
 
@@ -24,9 +24,9 @@ def test_smooth_configs_are_notebook_05s_hand_built_configs():
         params = data.random_circle_target(kind, 100 + (int(target[-1]) - 1 if kind == "steps" else 0))
         spec = config.DataSpec.make("circle", target=kind, n_train=256, **params)
         for setting, options in (("no gate bias", {}), ("gate bias", {"gate_bias": True})):
-            for seed in (100, 101, 102):
+            for seed in (100, 101, 102, 103, 104):
                 run = config.RunConfig(spec, config.ModelSpec.make("dlgn", (16, 16, 16), **options),
-                                       name=f"DLGN, {setting}, circle-{target} (seed {seed})", epochs=400, lr=1e-2,
+                                       name=f"DLGN, {setting}, circle-{target} (seed {seed})", epochs=800, lr=5e-3,
                                        n_snapshots=30, eval_every=10, seed=seed)
                 want[target, setting, seed] = run
     assert list(got) == list(want)
@@ -126,6 +126,45 @@ def test_steps_summary_against_a_loop():
             purity.append(np.mean(gains))
         assert means.loc[setting, "distance ratio"] == pytest.approx(np.mean(ratios), rel=1e-12)
         assert means.loc[setting, "purity gain"] == pytest.approx(np.mean(purity), rel=1e-12)
+
+
+def test_steps_seed_values_against_a_loop_and_the_ratio_of_means():
+    ends = ends_frame(np.random.default_rng(2))
+    ends = ends[~((ends["seed"] == 2) & (ends["target"] == "steps 2") & (ends["setting"] == "gate bias"))]  # a run left out
+    floors = {"steps 1": 0.01, "steps 2": 0.02}
+    for setting in ("no gate bias", "gate bias"):
+        values = study.steps_seed_values(ends, floors, setting)
+        assert list(values.index) == [1, 2]
+        for seed in (1, 2):
+            rows = [r for r in ends.to_dict("records") if r["setting"] == setting and r["seed"] == seed]
+            targets = sorted({r["target"] for r in rows})
+            assert values.loc[seed, "runs"] == len(targets)
+            num = den = 0.0
+            gains = []
+            for t in targets:
+                by = {r["state"]: r for r in rows if r["target"] == t}
+                f = floors[t] if setting == "no gate bias" else 0.0
+                num += by["trained"]["weighted distance"] - f
+                den += by["init"]["weighted distance"] - f
+                gains.append((by["trained"]["tolerant share"] - by["trained"]["rotated tolerant share"])
+                             - (by["init"]["tolerant share"] - by["init"]["rotated tolerant share"]))
+            assert values.loc[seed, "distance trained"] == pytest.approx(num, rel=1e-12)
+            assert values.loc[seed, "distance init"] == pytest.approx(den, rel=1e-12)
+            assert values.loc[seed, "tolerant gain"] == pytest.approx(np.mean(gains), rel=1e-12)
+        # S1 under rule v3: the pooled ratio over every run, resampling seeds
+        pairs = values[["distance trained", "distance init"]].to_numpy()
+        pooled = sum(r["weighted distance"] - (floors[r["target"]] if setting == "no gate bias" else 0)
+                     for r in ends.to_dict("records") if r["setting"] == setting and r["state"] == "trained")
+        pooled /= sum(r["weighted distance"] - (floors[r["target"]] if setting == "no gate bias" else 0)
+                      for r in ends.to_dict("records") if r["setting"] == setting and r["state"] == "init")
+        assert intervals.bootstrap(pairs, "ratio of means").value == pytest.approx(pooled, rel=1e-12)
+
+
+def test_seed_ratios_count_never_as_inf():
+    times = pd.DataFrame({"setting": ["x"] * 3, "seed": [1, 2, 3], "fit ratio": [0.5, np.nan, 0.0]}).set_index(
+        ["setting", "seed"])
+    got = study.seed_ratios(times, "x", "fit")
+    assert got[0] == 0.5 and math.isinf(got[1]) and got[2] == 0.0
 
 
 def test_init_vs_trained_and_with_state():
@@ -246,3 +285,48 @@ def test_state_figure_and_slider(tiny_runs):
     panel = study.state_slider(runs, {"steps": "steps 1", "mixture": "mixture"}, 1, "states")
     assert panel.children[1].children[0].options == (("steps 1", "steps"), ("mixture", "mixture"))
     plt.close("all")
+
+
+def rule_v3_05():
+    from dlgn_lib import verdict
+    (rule,) = [r for r in verdict.registered_rules("05") if r["version"] == 3]
+    return rule["thresholds"]
+
+
+def mixture_table(smooth, rough, seeds=(1, 2, 3, 4, 5)):
+    """A mixture table whose loss and soft path mass of each arc follow ``smooth(t)`` / ``rough(t)``."""
+    epochs = np.array([0, 1, 2, 4, 8, 16, 32])
+    return pd.DataFrame([{"setting": "s", "seed": seed, "epoch": e, "loss smooth": smooth(e), "loss rough": rough(e),
+                          "soft path mass smooth": 1 - smooth(e), "soft path mass rough": 1 - rough(e)}
+                         for seed in seeds for e in epochs])
+
+
+def test_05_v3_checks_fail_for_a_network_that_does_not_learn_or_fits_both_arcs_at_once():
+    """Rule v3 of 05 holds its mixture checks against what a network without C5 does: one stuck at
+    initialisation (flat losses and masses: no arc ever gets there, counted inf) and one that fits
+    both arcs at the same epoch (ratio 1, a tie); its steps checks are trained / init and
+    trained − init, so an untrained network (trained = init) fails them."""
+    from dlgn_lib import verdict
+    bars = rule_v3_05()
+    for smooth, rough in ((lambda t: 1.0, lambda t: 1.0), (lambda t: float(np.exp(-t)), lambda t: float(np.exp(-t)))):
+        times = study.times_table(mixture_table(smooth, rough), ["setting", "seed"], study.arc_times,
+                                  bars["FIT_FRACTION"], bars["RISE_FRACTION"])
+        for what in ("fit", "rise"):
+            check = verdict.seed_check(what, study.seed_ratios(times, "s", what), "<", bars["MAX_TIME_RATIO"],
+                                       statistic="median")
+            assert check.outcome == verdict.FAIL, (what, check.line())
+    learns = study.times_table(mixture_table(lambda t: float(np.exp(-t)), lambda t: float(np.exp(-t / 8))),
+                               ["setting", "seed"], study.arc_times, bars["FIT_FRACTION"], bars["RISE_FRACTION"])
+    assert verdict.seed_check("fit", study.seed_ratios(learns, "s", "fit"), "<", 1.0, statistic="median").outcome \
+        == verdict.PASS                                           # the checks can pass: smooth first
+    ends = ends_frame(np.random.default_rng(3))
+    trained = ends[ends["state"] == "init"].assign(state="trained")   # a network that stayed at init
+    untrained = pd.concat([ends[ends["state"] == "init"], trained])
+    for setting in ("no gate bias", "gate bias"):
+        values = study.steps_seed_values(untrained, {"steps 1": 0.01, "steps 2": 0.02}, setting)
+        s1 = verdict.seed_check("S1", values[["distance trained", "distance init"]].to_numpy(), "<=",
+                                bars["MAX_DISTANCE_RATIO"], statistic="ratio of means")
+        s2 = verdict.seed_check("S2", values["purity gain"], ">=", bars["MIN_PURITY_GAIN"])
+        s3 = verdict.seed_check("S3", values["tolerant gain"], ">=", bars["MIN_TOLERANT_GAIN"])
+        assert [s1.outcome, s2.outcome, s3.outcome] == [verdict.FAIL] * 3
+        assert s1.value == pytest.approx(1.0) and s2.value == 0.0 and s3.value == 0.0

@@ -34,10 +34,13 @@ def test_grid_configs_has_every_cell_and_seed_once():
                                                             **data.random_circle_target("steps", 100)).params)
 
 
-def test_the_registered_cells_are_notebook_05s_runs():
+def test_the_framed_cells_are_notebook_05s_rule_v2_runs():
+    """The map's framed cells are 05's quick runs under its rule v2 (seeds 100-102, targets of seed
+    100, 400 epochs at lr 0.01); rule v3 moved 05 to fresh seeds and full's learning rate."""
     from dlgn_lib.studies import circle as circle_study
     grid = study.grid_configs(config.for_notebook("11", "quick", seed=100), 100)
-    cfg_05 = dataclasses.replace(config.for_notebook("05", "quick", seed=100), target_seed=100)
+    v2_quick = dict(epochs=400, lr=1e-2, n_seeds=3)
+    cfg_05 = dataclasses.replace(config.for_notebook("05", "quick", seed=100, **v2_quick), target_seed=100)
     smooth = circle_study.smooth_configs(cfg_05)
     keys_05 = {c.key() for c in smooth.values()}
     registered = [c for (kind, n_train, init, beta, bias, target, seed), c in grid.items()

@@ -195,3 +195,23 @@ def test_verify_reports_whether_quick_and_full_intervals_overlap():
     overlapping, compared, apart = verify.interval_overlaps(parsed(quick), parsed(full))
     assert (overlapping, compared) == (1, 2)   # the old-style check has no interval and is not compared
     assert len(apart) == 1 and apart[0].startswith("C5 share: quick [0.49") and "full [0.29" in apart[0]
+
+
+def test_a_smoke_line_names_the_rule_an_older_full_record_ran_under(tmp_path, monkeypatch):
+    import json
+    from dlgn_lib import report
+    checks = [{"name": "a", "op": ">=", "threshold": "0.1", "value": "0.2", "passed": True},
+              {"name": "b", "op": ">=", "threshold": "0.1", "value": "0.0", "passed": False}]
+    entry = {"verdicts": [{"claim": "C5", "profile": "full", "n_checks": 2, "n_pass": 1, "supported": False,
+                           "checks": checks}]}
+    record = tmp_path / "full_results.json"
+    monkeypatch.setattr(report, "FULL_RECORD", record)
+    monkeypatch.setattr(report, "current_rule", lambda notebook: 3)
+    for rule, tail in ((None, " under an earlier rule; no full run under rule v3 yet"),
+                       (2, " under rule v2; no full run under rule v3 yet"), (3, "")):
+        record.write_text(json.dumps({"notebooks": {"05": {**entry, **({} if rule is None else {"rule": rule})}}}))
+        assert V.recorded_full("05", "C5") == "NOT SUPPORTED (1 of 2 checks pass)" + tail
+    monkeypatch.setattr(report, "current_rule", lambda notebook: 2)   # before rules v3: the rule of its time
+    record.write_text(json.dumps({"notebooks": {"05": entry}}))
+    assert V.recorded_full("05", "C5") == "NOT SUPPORTED (1 of 2 checks pass)"
+    assert V.recorded_full("06", "C5") == "not recorded"

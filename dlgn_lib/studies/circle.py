@@ -226,6 +226,45 @@ def steps_summary(ends: pd.DataFrame, floors: Mapping[str, float], settings: Seq
     return table, means
 
 
+def steps_seed_values(ends: pd.DataFrame, floors: Mapping[str, float], setting: str) -> pd.DataFrame:
+    """Notebook 05's S1–S3 per seed under rule v3, one setting, from the init and trained rows of
+    its steps runs (``steps_summary``'s columns).
+
+    One row per seed that has runs in ``ends`` (seeds in order), with the number of its runs
+    (``runs``); ``distance trained`` and ``distance init``: the sums over its runs of the
+    importance-weighted boundary distance minus the floor (the target's ``floors`` entry without
+    gate biases, 0 with them), whose ratio of means over seeds is S1; ``purity gain`` and
+    ``tolerant gain``: the mean over its runs of the excess over random rotation, trained minus init
+    (S2, S3).
+    """
+    part = ends[ends["setting"] == setting]
+    columns = ["runs", "distance trained", "distance init", "purity gain", "tolerant gain"]
+    rows = []
+    for seed, runs in part.groupby("seed", sort=True):
+        wide = runs.pivot(index="target", columns="state",
+                          values=["weighted distance", "purity", "rotated purity", "tolerant share",
+                                  "rotated tolerant share"])
+        floor = (np.array([floors[t] for t in wide.index], dtype=float) if setting == "no gate bias"
+                 else np.zeros(len(wide)))
+
+        def gain(what, rotated):
+            return float(((wide[what]["trained"] - wide[rotated]["trained"])
+                          - (wide[what]["init"] - wide[rotated]["init"])).mean())
+
+        rows.append({"seed": seed, "runs": len(wide),
+                     "distance trained": float((wide["weighted distance"]["trained"] - floor).sum()),
+                     "distance init": float((wide["weighted distance"]["init"] - floor).sum()),
+                     "purity gain": gain("purity", "rotated purity"),
+                     "tolerant gain": gain("tolerant share", "rotated tolerant share")})
+    return pd.DataFrame(rows, columns=["seed", *columns]).set_index("seed")
+
+
+def seed_ratios(times: pd.DataFrame, group: str, what: str) -> np.ndarray:
+    """One smooth / rough ratio per seed (``times_table`` rows of ``group``); a seed on which neither
+    arc gets there counts as inf, as in ``median_ratio``."""
+    return times.loc[group, f"{what} ratio"].fillna(np.inf).to_numpy(dtype=float)
+
+
 def arc_times(part: pd.DataFrame, fit_fraction: float, rise_fraction: float) -> dict[str, float]:
     """Notebook 05, one mixture run: per arc the epochs to ``fit_fraction`` of the initial loss (fit)
     and the sustained-rise epoch of the soft path mass density (rise), and the ratios smooth / rough."""
