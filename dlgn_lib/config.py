@@ -193,9 +193,9 @@ NOTEBOOK_PARAMETERS = {
     "09": ("PROFILE", "SEED", "SEEDS"), "10": ("PROFILE", "SEED", "SEEDS"),
     "11": ("PROFILE", "SEED", "TARGET_SEED"),
 }
-#: The sizes a parameter replaces when it is not None (notebook 08's SEEDS sets both of its counts).
+#: The sizes a parameter replaces when it is not None (in 02 and 08 SEEDS sets both seed counts).
 PARAMETER_SIZES = {"EPOCHS": ("epochs",), "SEEDS": ("n_seeds",)}
-NOTEBOOK_PARAMETER_SIZES = {"08": {"SEEDS": ("n_seeds", "odt_seeds")}}
+NOTEBOOK_PARAMETER_SIZES = {"02": {"SEEDS": ("n_seeds", "odt_seeds")}, "08": {"SEEDS": ("n_seeds", "odt_seeds")}}
 #: Names IPython puts in a kernel's namespace; they are not parameters.
 _KERNEL_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit", "open"})
 
@@ -379,9 +379,8 @@ SIZE_KEYS = frozenset({
 #: yet a miniature: why" for a notebook whose rule has not been moved to rules v3.
 QUICK_IS: dict[str, str] = {
     "00": "no verdict", "09": "no verdict", "11": "no verdict",
-    "05": "smoke test", "10": "smoke test",
+    "02": "smoke test", "05": "smoke test", "10": "smoke test",
     "01": "miniature",
-    "02": "not yet a miniature: quick trains at another learning rate (rules v2)",
     "03": "miniature",
     "04": "miniature",
     "06": "not yet a miniature: quick trains at another learning rate (rules v2)",
@@ -429,10 +428,11 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "02": {
         # Plane sets: n points each, full batch. SD-I: the group's data and protocol (dl.protocol),
         # odt_epochs passes (the protocol's 1,501 under full); odt_n_total None = all 40,000 points.
-        "quick": dict(n=600, widths=(16, 16, 16), epochs=150, lr=1e-2, eval_every=5, n_snapshots=6,
-                      n_seeds=3, odt_epochs=40, odt_n_total=None),
+        # Rule v3: n_seeds plane seeds, odt_seeds SD-I seeds; quick a smoke test at full's lr.
+        "quick": dict(n=600, widths=(16, 16, 16), epochs=300, lr=5e-3, eval_every=5, n_snapshots=6,
+                      n_seeds=5, odt_seeds=3, odt_epochs=40, odt_n_total=None),
         "full": dict(n=4000, widths=(64, 64, 64), epochs=2000, lr=5e-3, eval_every=10, n_snapshots=20,
-                     n_seeds=5, odt_epochs=1501, odt_n_total=None),
+                     n_seeds=10, odt_seeds=5, odt_epochs=1501, odt_n_total=None),
     },
     "04": {
         # Fashion-MNIST images per class in each split (all of them: 5,400 / 600 / 1,000); the

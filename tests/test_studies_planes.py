@@ -248,3 +248,49 @@ def test_soft_vs_hard_panel_titles_the_accuracies_it_computes():
     assert fig.axes[2].get_title().endswith(f"test acc {acc[0]:.3f}")
     assert fig.axes[3].get_title().endswith(f"test acc {acc[1]:.3f}")
     assert model.beta == 4.0
+
+
+def gap_run(row, kind, seed, accuracy):
+    return SimpleNamespace(row=row, config=SimpleNamespace(model=SimpleNamespace(kind=kind), seed=seed),
+                           meta={"test_metric_at_best": accuracy})
+
+
+def test_seed_gaps_pair_the_runs_of_each_seed():
+    rng = np.random.default_rng(0)
+    acc = {(kind, seed): float(rng.random()) for kind in ("dlgn", "dln", "relu") for seed in (7, 3, 5)}
+    runs = [gap_run("a", k, s, a) for (k, s), a in acc.items()] + [gap_run("b", "dlgn", 3, 0.0)]
+    got = planes.seed_gaps(runs, lambda r: r.row, "a", "dlgn", "dln")
+    assert got.tolist() == [acc["dlgn", s] - acc["dln", s] for s in (3, 5, 7)]
+    with pytest.raises(ValueError, match="same seeds"):
+        planes.seed_gaps(runs + [gap_run("a", "dln", 9, 0.5)], lambda r: r.row, "a", "dlgn", "dln")
+    with pytest.raises(ValueError, match="two dln runs of seed 3"):
+        planes.seed_gaps(runs + [gap_run("a", "dln", 3, 0.5)], lambda r: r.row, "a", "dlgn", "dln")
+
+
+def untrained_accuracy(kind, seed, dataset):
+    torch.manual_seed(seed)
+    model = models.build_model(kind, 2, (16, 16, 16), **({} if kind in ("dln", "relu") else {"gate_bias": True}))
+    with torch.no_grad():
+        return float(((model(dataset.x_test)[:, 0] >= 0) == (dataset.y_test > 0)).float().mean())
+
+
+def test_02_v3_checks_fail_for_untrained_networks():
+    """Rule v3 of 02: its gaps (1) DLGN − DLN and (3) DLGN − frozen gates compare two networks, and
+    do not pass when both are untrained (they fail, but for (1) on moons, where random nets' test
+    accuracies spread so widely that the interval reaches the bar: inconclusive); its
+    non-inferiority bound (2) DLGN − ReLU, which two untrained networks meet, fails for an untrained
+    DLGN against a trained ReLU net (here: a perfect one)."""
+    from dlgn_lib import train, verdict
+    (rule,) = [r for r in verdict.registered_rules("02") if r["version"] == 3]
+    bars = rule["thresholds"]
+    seeds, outcomes = range(3000, 3010), {}
+    for name in ("moons", "circles", "xor", "spiral"):
+        dataset = train.load_dataset(config.DataSpec.make("plane", name=name, n=600, seed=3000))
+        runs = [gap_run(name, kind, s, untrained_accuracy(kind, s, dataset)) for kind in ("dlgn", "dln", "dlgn_frozen")
+                for s in seeds] + [gap_run(name, "relu", s, 1.0) for s in seeds]
+        gaps = {other: planes.seed_gaps(runs, lambda r: r.row, name, "dlgn", other) for other in ("dln", "dlgn_frozen", "relu")}
+        outcomes[name] = [verdict.seed_check(n, gaps[other], ">=", bars[bar]).outcome for n, other, bar in
+                          (("1", "dln", "MIN_GAP_DLN"), ("3", "dlgn_frozen", "MIN_GAP_FROZEN"), ("2", "relu", "MIN_GAP_RELU"))]
+    assert all(verdict.PASS not in o[:2] for o in outcomes.values())      # no comparison passes at init
+    assert [o[0] for o in outcomes.values()].count(verdict.FAIL) >= 3     # (1) fails on most sets
+    assert all(o[2] == verdict.FAIL for o in outcomes.values())           # (2) fails against a trained ReLU net

@@ -17,6 +17,7 @@ tools of ``dlgn_lib.paths`` and ``dlgn_lib.plots``:
 from __future__ import annotations
 
 import copy
+from typing import Sequence
 import math
 
 import numpy as np
@@ -194,6 +195,30 @@ def gap_table(table: pd.DataFrame, rows, names: dict) -> pd.DataFrame:
         return tables.cell(table, row, names[kind])
     return pd.DataFrame({gap: [mean(r, a) - mean(r, b) for r in rows] for gap, (a, b) in GAPS.items()},
                         index=list(rows))
+
+
+def seed_gaps(runs: Sequence, label, row, first: str, second: str, metric: str = "test_metric_at_best") -> np.ndarray:
+    """Notebook 02 under rule v3: per seed, ``metric`` of the ``first`` kind's run minus the
+    ``second`` kind's run of the same seed, on the runs with ``label(run) == row``; seeds in order.
+
+    Raises:
+        ValueError: the two kinds were not run on the same seeds, or a kind has two runs of a seed.
+    """
+    from .. import tables
+    values: dict[tuple[str, int], float] = {}
+    for run in runs:
+        kind = run.config.model.kind
+        if label(run) != row or kind not in (first, second):
+            continue
+        key = (kind, run.config.seed)
+        if key in values:
+            raise ValueError(f"{row}: two {kind} runs of seed {key[1]}; pick one per seed first")
+        values[key] = tables.run_metric(run, metric)
+    seeds = {kind: sorted(s for k, s in values if k == kind) for kind in (first, second)}
+    if not seeds[first] or seeds[first] != seeds[second]:
+        raise ValueError(f"{row}: {first} and {second} must have runs of the same seeds, "
+                         f"got {seeds[first]} and {seeds[second]}")
+    return np.array([values[first, s] - values[second, s] for s in seeds[first]])
 
 
 # --------------------------------------------------------------------------- 03: regions
