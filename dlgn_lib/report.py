@@ -305,13 +305,21 @@ def current_rule(notebook: str) -> int:
     return max((r["version"] for r in registered_rules(notebook)), default=1)
 
 
+def recorded_rule(rule: int | None, notebook: str) -> int | None:
+    """The rule a full record entry ran under: its ``rule``, or, for an entry recorded before rules
+    v3 (no version), the notebook's current rule while that is below v3, else None (unknown)."""
+    if rule is not None:
+        return rule
+    now = current_rule(notebook)
+    return now if now < 3 else None
+
+
 def full_is_current(m: Measured) -> bool:
     """Whether the recorded full run of a notebook ran under its current rule. An entry recorded
     before rules v3 says no rule version; it is current while the notebook has no v3 rule."""
     if m.full is None:
         return False
-    rule = m.full_rule if m.full_rule is not None else (current_rule(m.notebook) if current_rule(m.notebook) < 3 else None)
-    return rule == current_rule(m.notebook)
+    return recorded_rule(m.full_rule, m.notebook) == current_rule(m.notebook)
 
 
 def bottom_line_cell(data: dict[str, Measured], claim: str) -> str:

@@ -234,9 +234,7 @@ def recorded_full(notebook: str | None, claim: str) -> str:
             if any(c.low is not None for c in v.checks):
                 outcomes = [c.outcome for c in v.checks]
                 counts += f", {outcomes.count(FAIL)} fail, {outcomes.count(INCONCLUSIVE)} inconclusive"
-            rule, now = entry.get("rule"), report.current_rule(notebook)
-            if rule is None and now < 3:   # recorded before rules v3: under the rule of its time
-                rule = now
+            rule, now = report.recorded_rule(entry.get("rule"), notebook), report.current_rule(notebook)
             stale = "" if rule == now else (f" under rule v{rule}" if rule is not None else " under an earlier rule")
             return f"{v.word} ({counts}){stale}" + (f"; no full run under rule v{now} yet" if stale else "")
     return "not recorded"

@@ -261,7 +261,7 @@ def steps_seed_values(ends: pd.DataFrame, floors: Mapping[str, float], setting: 
 
 def seed_ratios(times: pd.DataFrame, group: str, what: str) -> np.ndarray:
     """One smooth / rough ratio per seed (``times_table`` rows of ``group``); a seed on which neither
-    arc gets there counts as inf, as in ``median_ratio``."""
+    arc gets there counts as inf (``median_ratio`` takes their median)."""
     return times.loc[group, f"{what} ratio"].fillna(np.inf).to_numpy(dtype=float)
 
 
@@ -306,7 +306,7 @@ def fit_times_text(times: pd.DataFrame) -> str:
 
 def median_ratio(times: pd.DataFrame, group: str, what: str) -> float:
     """Median over seeds of a smooth / rough ratio; a seed on which neither arc gets there counts as inf."""
-    return float(times.loc[group, f"{what} ratio"].fillna(np.inf).median())
+    return float(np.median(seed_ratios(times, group, what)))
 
 
 def frozen_ratio(times: pd.DataFrame, frozen: str = MODEL_NAMES["dlgn_frozen"]) -> pd.DataFrame:

@@ -17,8 +17,8 @@ tools of ``dlgn_lib.paths`` and ``dlgn_lib.plots``:
 from __future__ import annotations
 
 import copy
-from typing import Sequence
 import math
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
