@@ -379,25 +379,33 @@ SIZE_KEYS = frozenset({
 #: yet a miniature: why" for a notebook whose rule has not been moved to rules v3.
 QUICK_IS: dict[str, str] = {
     "00": "no verdict", "09": "no verdict", "11": "no verdict",
-    "02": "smoke test", "05": "smoke test", "10": "smoke test",
+    "02": "smoke test", "05": "smoke test", "06": "smoke test", "10": "smoke test",
     "01": "miniature",
     "03": "miniature",
     "04": "miniature",
-    "06": "not yet a miniature: quick trains at another learning rate (rules v2)",
     "07": "not yet a miniature: quick nets have 4 layers and full nets 6, so \"the deepest layer\" is another "
           "layer; another learning rate and batch size (rules v2)",
-    "08": "not yet a miniature: it reads 06's and 07's runs (rules v2)",
+    "08": "not yet a miniature: it reads 06's circle runs of rule v2 (quick at another learning rate) and "
+          "07's odt runs (rules v2)",
 }
 
 
 #: Notebooks whose runs are another notebook's (same configs, shared cache entries).
-READS_RUNS_OF = {"08": ("06", "07")}
+READS_RUNS_OF = {"08": ("07",)}
+#: Notebook 06's circle sizes under its rule v2, which notebook 08 (rule v2) trains and reads: 06's
+#: rule v3 moved quick to full's learning rate, 08's runs stay those of its registered rule.
+CIRCLE_SIZES_V2 = {
+    "quick": MappingProxyType(dict(n_train=256, widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30,
+                                   eval_every=10)),
+    "full": MappingProxyType(dict(n_train=1024, widths=(64, 64, 64), epochs=4000, lr=5e-3, n_snapshots=60,
+                                  eval_every=10)),
+}
 
 
 def profile_differences(notebook: str) -> tuple[list[str], list[str]]:
     """The keys whose values differ between a notebook's quick and full, split into size keys
     (``SIZE_KEYS``, same depth) and the rest (another setting, or widths of another depth). The
-    keys of notebooks whose runs it reads (``READS_RUNS_OF``) count too, named "06: lr"."""
+    keys of notebooks whose runs it reads (``READS_RUNS_OF``) count too, named "07: lr"."""
     sizes, other = [], []
     for source in (notebook, *READS_RUNS_OF.get(notebook, ())):
         quick, full = NOTEBOOK_SIZES[source]["quick"], NOTEBOOK_SIZES[source]["full"]
@@ -453,8 +461,9 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
                      eval_every=10, n_seeds=10),
     },
     "06": {
-        "quick": dict(n_train=256, widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30,
-                      eval_every=10, n_seeds=3),
+        # Rule v3: quick is a smoke test (K1 and K3 move with widths and n_train), at full's lr.
+        "quick": dict(n_train=256, widths=(16, 16, 16), epochs=800, lr=5e-3, n_snapshots=30,
+                      eval_every=10, n_seeds=5),
         "full": dict(n_train=1024, widths=(64, 64, 64), epochs=4000, lr=5e-3, n_snapshots=60,
                      eval_every=10, n_seeds=10),
     },
@@ -468,8 +477,9 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
                      n_snapshots=20, n_seeds=3),
     },
     "08": {
-        # Training runs reuse notebook 06's circle sizes and notebook 07's odt sizes (same configs,
-        # shared cache entries); odt_seeds replaces 07's seed count (3 seeds under both profiles).
+        # Training runs reuse notebook 06's circle runs as they were under 06's rule v2
+        # (CIRCLE_SIZES_V2) and notebook 07's odt sizes (same configs, shared cache entries);
+        # odt_seeds replaces 07's seed count (3 seeds under both profiles).
         # n_grid: angles of the θ grid on which gate switches are located.
         "quick": dict(n_grid=4096, n_seeds=3, odt_seeds=3),
         "full": dict(n_grid=16384, n_seeds=10, odt_seeds=3),

@@ -34,14 +34,33 @@ def test_smooth_configs_are_notebook_05s_hand_built_configs():
     assert got == want
 
 
-def test_overlap_configs_of_08_are_06s():
-    in_06 = study.overlap_configs(sizes("06"))
-    in_08 = study.overlap_configs(sizes("08"))
-    assert len(in_06) == 4 * 3 * 3 and list(in_06) == list(in_08)
-    assert all(in_06[k].key() == in_08[k].key() for k in in_06)
-    kinds = {k for _, k, _ in in_06}
-    assert kinds == {"dlgn", "relu", "dlgn_frozen"}
-    assert in_06["mixture", "relu", 101].model.kind == "relu" and in_06["mixture", "relu", 101].seed == 101
+def overlap_by_hand(n_train, widths, epochs, lr, n_snapshots, seeds, target_seed=100):
+    """Notebook 06's run set written out: three models on three steps targets and the mixture."""
+    want = {}
+    for target in ["steps 1", "steps 2", "steps 3", "mixture"]:
+        kind = target.split()[0]
+        params = data.random_circle_target(kind, target_seed + (int(target[-1]) - 1 if kind == "steps" else 0))
+        spec = config.DataSpec.make("circle", target=kind, n_train=n_train, **params)
+        for model in ("dlgn", "relu", "dlgn_frozen"):
+            for seed in seeds:
+                want[target, model, seed] = config.RunConfig(
+                    spec, config.ModelSpec.make(model, widths), name="", epochs=epochs, lr=lr,
+                    n_snapshots=n_snapshots, eval_every=10, seed=seed)
+    return want
+
+
+def test_overlap_configs_of_06_and_08_are_hand_built():
+    # 06 (rule v3): quick at full's learning rate; 08 (rule v2) keeps 06's v2 runs: lr 0.01, 400 epochs.
+    cases = ((study.overlap_configs(sizes("06")), (256, (16, 16, 16), 800, 5e-3, 30, range(100, 105))),
+             (study.overlap_configs(sizes("08")), (256, (16, 16, 16), 400, 1e-2, 30, range(100, 103))))
+    for got, args in cases:
+        want = overlap_by_hand(*args)
+        assert list(got) == list(want)
+        assert [c.key() for c in got.values()] == [c.key() for c in want.values()]
+    full_06 = study.overlap_configs(config.replace(config.for_notebook("06", "full", seed=100), target_seed=100))
+    full_08 = study.overlap_configs(config.replace(config.for_notebook("08", "full", seed=100), target_seed=100))
+    assert [c.key() for c in full_06.values()] == [c.key() for c in full_08.values()]   # full's sizes did not move
+    assert list(full_06) == list(overlap_by_hand(1024, (64, 64, 64), 4000, 5e-3, 60, range(100, 110)))
     fewer = study.overlap_configs(sizes("08", n_seeds=2))
     assert {s for *_, s in fewer} == {100, 101}
 
@@ -330,3 +349,74 @@ def test_05_v3_checks_fail_for_a_network_that_does_not_learn_or_fits_both_arcs_a
         s3 = verdict.seed_check("S3", values["tolerant gain"], ">=", bars["MIN_TOLERANT_GAIN"])
         assert [s1.outcome, s2.outcome, s3.outcome] == [verdict.FAIL] * 3
         assert s1.value == pytest.approx(1.0) and s2.value == 0.0 and s3.value == 0.0
+
+
+def test_seed_rises_against_a_loop_with_and_without_the_fidelity_filter():
+    rng = np.random.default_rng(5)
+    rises = pd.DataFrame([{"model": m, "target": t, "seed": s, "rise": rng.normal()}
+                          for m in ("dlgn", "relu") for t in study.STEPS for s in (1, 2, 3)])
+    kept = {("steps 1", "dlgn", 1), ("steps 3", "dlgn", 1), ("steps 2", "dlgn", 3)}   # seed 2 has none
+    got = study.seed_rises(rises, "dlgn", kept)
+    assert list(got.index) == [1, 3] and list(got["runs"]) == [2, 1]
+    for seed in (1, 3):
+        want = [r.rise for r in rises.itertuples() if r.model == "dlgn" and (r.target, r.model, r.seed) in kept
+                and r.seed == seed]
+        assert got.loc[seed, "rise"] == pytest.approx(sum(want) / len(want))
+    every = study.seed_rises(rises, "relu")
+    assert list(every["runs"]) == [3, 3, 3]
+    assert every.loc[2, "rise"] == pytest.approx(rises[(rises.model == "relu") & (rises.seed == 2)]["rise"].mean())
+
+
+def test_frozen_pairs_pair_seeds_at_init_and_at_the_end():
+    rows = []
+    for model, scale in (("dlgn", 1.0), ("dlgn_frozen", 5.0)):
+        for seed in (7, 3):
+            for epoch in (10, 0, 4):                      # out of order on purpose
+                rows.append({"model": model, "seed": seed, "epoch": epoch,
+                             "loss rough": scale * seed / (1 + epoch) if model == "dlgn" else scale + seed})
+    mixture = pd.DataFrame(rows)
+    last, first = study.frozen_pairs(mixture, "dlgn", "last"), study.frozen_pairs(mixture, "dlgn", "first")
+    assert last.tolist() == [[5.0 + 3, 3 / 11], [5.0 + 7, 7 / 11]]           # seeds 3, 7; epoch 10
+    assert first.tolist() == [[5.0 + 3, 3.0], [5.0 + 7, 7.0]]                # epoch 0
+    est = intervals.bootstrap(last, "ratio of means")
+    assert est.value == pytest.approx((8 + 12) / (10 / 11))
+    with pytest.raises(ValueError, match="at='middle'"):
+        study.frozen_pairs(mixture, "dlgn", "middle")
+
+
+def rule_v3_06():
+    from dlgn_lib import verdict
+    (rule,) = [r for r in verdict.registered_rules("06") if r["version"] == 3]
+    return rule["thresholds"]
+
+
+def test_06_v3_checks_fail_for_a_network_that_does_not_learn_or_fits_both_arcs_at_once():
+    """Rule v3 of 06 against what a network without C5 / C7 does: K2 fails for a network stuck at
+    initialisation (never, inf) and for one that fits both arcs at the same epoch (a tie); K1 is
+    trained − init, so it is 0 for a network that stays at init; K3 is refused when the model's
+    rough-arc loss is the frozen-gate net's (the state at init), and passes when the model fits
+    the rough arc and the frozen-gate net does not."""
+    from dlgn_lib import verdict
+    bars = rule_v3_06()
+    for curve in (lambda t: 1.0, lambda t: float(np.exp(-t))):
+        table = mixture_table(curve, curve).rename(columns={"setting": "model"})
+        times = study.times_table(table, ["model", "seed"], study.fit_times, bars["FIT_FRACTION"])
+        check = verdict.seed_check("K2", study.seed_ratios(times, "s", "fit"), "<", bars["MAX_TIME_RATIO"],
+                                   statistic="median")
+        assert check.outcome == verdict.FAIL, check.line()
+    stuck = pd.DataFrame([{"model": "dlgn", "target": t, "seed": s, "epoch": e, "centred": 0.3}
+                          for t in study.STEPS for s in range(5) for e in (0, 9)])
+    k1 = verdict.seed_check("K1", study.seed_rises(study.alignment_rises(stuck), "dlgn")["rise"], ">=",
+                            bars["MIN_ALIGNMENT_RISE"])
+    assert k1.outcome == verdict.FAIL and k1.value == 0.0
+    rng = np.random.default_rng(2)
+    mixture = pd.DataFrame([{"model": m, "seed": s, "epoch": e,
+                             "loss rough": 0.5 + 0.01 * rng.random() if (e == 0 or m == "dlgn_frozen") else 0.01}
+                            for m in ("dlgn", "dlgn_frozen") for s in range(5) for e in (0, 9)])
+    at_init = study.frozen_pairs(mixture, "dlgn", "first")
+    with pytest.raises(verdict.RuleError, match="already passes at initialisation"):
+        verdict.seed_check("K3", at_init * [bars["MIN_FROZEN_LOSS_RATIO"] * 2, 1], ">=",
+                           bars["MIN_FROZEN_LOSS_RATIO"], statistic="ratio of means", init=at_init * [4, 1])
+    k3 = verdict.seed_check("K3", study.frozen_pairs(mixture, "dlgn", "last"), ">=", bars["MIN_FROZEN_LOSS_RATIO"],
+                            statistic="ratio of means", init=at_init)
+    assert k3.outcome == verdict.PASS and k3.init.value == pytest.approx(1.0, abs=0.05)

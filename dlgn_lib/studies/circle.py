@@ -60,11 +60,12 @@ def smooth_configs(cfg) -> dict[tuple, config.RunConfig]:
 
 
 def overlap_sizes(cfg) -> config.NotebookConfig:
-    """The sizes of notebook 06's runs: ``cfg`` itself in 06; in 08, 06's profile sizes with 08's
-    seed, target seed and number of seeds."""
+    """The sizes of notebook 06's runs: ``cfg`` itself in 06; in 08, 06's sizes as they were under
+    06's rule v2 (``config.CIRCLE_SIZES_V2``) with 08's seed, target seed and number of seeds."""
     if cfg.notebook == "06":
         return cfg
-    sizes = config.for_notebook("06", cfg.profile, seed=cfg.seed, n_seeds=cfg.n_seeds)
+    sizes = config.for_notebook("06", cfg.profile, seed=cfg.seed, n_seeds=cfg.n_seeds,
+                                **config.CIRCLE_SIZES_V2[cfg.profile])
     return dataclasses.replace(sizes, target_seed=cfg.target_seed)
 
 
@@ -323,6 +324,28 @@ def alignment_rises(steps: pd.DataFrame) -> pd.DataFrame:
     """Per run (model, target, seed): the centred alignment at the last snapshot minus at the first."""
     ends = steps.sort_values("epoch").groupby(["model", "target", "seed"], sort=False)["centred"].agg(["first", "last"])
     return (ends["last"] - ends["first"]).rename("rise").reset_index()
+
+
+def seed_rises(rises: pd.DataFrame, kind: str, kept=None) -> pd.DataFrame:
+    """Notebook 06's K1 per seed (rule v3): the mean rise over a model's steps runs of that seed,
+    only the runs in ``kept`` ((target, kind, seed) keys; None: every run), and their number.
+    Seeds with no such run are left out."""
+    mine = rises[rises["model"] == kind]
+    if kept is not None:
+        mine = mine[[(t, kind, s) in kept for t, s in zip(mine["target"], mine["seed"])]]
+    by_seed = mine.groupby("seed")["rise"]
+    return pd.DataFrame({"rise": by_seed.mean(), "runs": by_seed.size()})
+
+
+def frozen_pairs(mixture: pd.DataFrame, kind: str, at: str, frozen: str = "dlgn_frozen") -> np.ndarray:
+    """Notebook 06's K3 per seed (rule v3): (frozen-gate DLGN's rough-arc loss, the model's) of the
+    same seed, at the last snapshot (``at="last"``) or at the init (``"first"``); one row per seed
+    in the order of the seeds. Feeds ``intervals.bootstrap(..., "ratio of means")``."""
+    if at not in ("first", "last"):
+        raise ValueError(f"at={at!r}: choose 'first' (the init) or 'last' (the end of training)")
+    losses = (mixture.sort_values("epoch").groupby(["model", "seed"], sort=False)["loss rough"].agg(at))
+    seeds = sorted(set(losses[kind].index) & set(losses[frozen].index))
+    return np.array([[losses[frozen][s], losses[kind][s]] for s in seeds], dtype=float)
 
 
 def rise_table(rises: pd.DataFrame, names: Mapping = MODEL_NAMES) -> pd.DataFrame:
