@@ -16,7 +16,8 @@ PROFILE=full`` writes one under ``build/notebooks``). Commands::
 
     python -m dlgn_lib.report record build/notebooks   # refresh the full record
     python -m dlgn_lib.report write                    # rewrite every generated block
-    python -m dlgn_lib.report check                    # exit 1 when a block disagrees
+    python -m dlgn_lib.report check                    # exit 1 when a block disagrees, or a
+                                                       # runtime is typed into prose by hand
 """
 from __future__ import annotations
 
@@ -565,6 +566,48 @@ def write(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> li
     return changed
 
 
+#: A time as prose quotes one: a number followed by a unit of time.
+_RUNTIME = re.compile(r"\b\d[\d,.]*\s?(?:s|min|minutes|seconds|h|hours)\b")
+#: Times in the prose that are settings or targets of the code, not measurements.
+NOT_MEASURED = (
+    "a line every 30 s",                     # DLGN_HEARTBEAT_S's default
+    "saying so after 3 s",                   # runs.py: a waiting process says so after this long
+    "at most 10 minutes on 2 cores",         # reconstruction §6's targets
+    "at most 2 minutes from a warm one",
+)
+#: README's section of ``make bench``'s results, quoted with the command and machine of that run.
+BENCH_SECTION = "## Performance"
+
+
+def typed_runtimes(notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
+    """Times typed into prose by hand: every measured time in README, the course guide, the
+    reconstruction document and the notebooks' markdown must sit in a generated block (runtimes
+    come from the executed notebooks and ``docs/full_results.json`` only). Returns ``file: text``
+    for each one found; settings and targets (``NOT_MEASURED``) and README's benchmark section
+    are not measured runtimes of the series."""
+    texts = {}
+    readme = README.read_text()
+    start = readme.find(BENCH_SECTION)
+    if start >= 0:
+        end = readme.find("\n## ", start + len(BENCH_SECTION))
+        readme = readme[:start] + (readme[end:] if end >= 0 else "")
+    texts[README] = readme
+    texts[COURSE_GUIDE] = COURSE_GUIDE.read_text()
+    texts[RECONSTRUCTION] = RECONSTRUCTION.read_text()
+    for path in sorted(Path(notebooks_dir).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        texts[path] = "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    found = []
+    for path, text in texts.items():
+        text = re.sub(r"<!-- report:(\w+) -->.*?<!-- /report:\1 -->", "", text, flags=re.S)
+        for phrase in NOT_MEASURED:
+            text = text.replace(phrase, "")
+        for m in _RUNTIME.finditer(text):
+            line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end()) % (len(text) + 1)]
+            found.append(f"{locations.display_path(path)}: {m.group(0)!r} in {line.strip()[:120]!r}")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.report", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -580,12 +623,15 @@ def main(argv: list[str] | None = None) -> int:
         changed = write()
         print("rewritten: " + (", ".join(locations.display_path(p) for p in changed) or "nothing (all current)"))
     else:
-        behind = stale()
+        behind, typed = stale(), typed_runtimes()
         if behind:
             print("out of date (run `python -m dlgn_lib.report write`): "
                   + ", ".join(locations.display_path(p) for p in behind), file=sys.stderr)
+        for place in typed:
+            print(f"a runtime typed by hand (quote the generated runtime table instead): {place}", file=sys.stderr)
+        if behind or typed:
             return 1
-        print("every generated block agrees with the executed notebooks")
+        print("every generated block agrees with the executed notebooks; no runtime is typed by hand")
     return 0
 
 

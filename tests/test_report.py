@@ -141,3 +141,19 @@ def test_the_opening_table_has_one_short_line_per_claim_from_the_full_verdicts(m
     assert cells["C5"][2] == "05 *INCONCLUSIVE*, 06 SUPPORTED, 10 *SMOKE TEST*, 11 SUPPORTED"
     assert cells["C7"][1] == "*pending*: no `full` run under the current rule in 10 (earlier rule: SUPPORTED)"
     assert "[08](notebooks/08_x.ipynb)" in cells["C7"][3]
+
+
+def test_no_runtime_is_typed_into_prose_by_hand():
+    """Every runtime quoted in README, the course guide, the reconstruction document and the
+    notebooks comes from the generated blocks (executed notebooks, docs/full_results.json)."""
+    assert report.typed_runtimes() == []
+
+
+def test_a_typed_runtime_is_found_and_a_generated_one_is_not(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("*Runtime:* `full` took **1,234 s** on one core."),
+                nbformat.v4.new_markdown_cell("<!-- report:results -->\n`quick` ran in 56 s\n<!-- /report:results -->"),
+                nbformat.v4.new_code_cell("print('7 s')")]
+    nbformat.write(nb, tmp_path / "99_planted.ipynb")
+    planted = [place for place in report.typed_runtimes(tmp_path) if "99_planted" in place]
+    assert len(planted) == 1 and "'1,234 s'" in planted[0]
