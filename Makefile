@@ -18,7 +18,7 @@
 #   make book                     the rendered book of the committed notebooks: build/book/index.html
 #                                 (nothing re-executed; sliders as static twins)
 #   make slides                   slides of the 90-minute class (nbconvert, reveal.js): build/slides/
-#   make bench                    performance benchmarks (reconstruction §6)
+#   make bench [SERIES=1] [RECORD=1]  performance benchmarks (reconstruction §6); RECORD=1 writes docs/bench.json
 #   make report                   regenerate the README's tables and the notebooks' results blocks
 #   make data                     prepare the datasets
 #   make lock                     re-pin requirements.lock from .venv as it is now
@@ -95,7 +95,7 @@ lab: venv
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 bench: venv
-	$(PY) -m dlgn_lib.bench
+	$(PY) -m dlgn_lib.bench $(if $(SERIES),--series) $(if $(RECORD),--record)
 
 # The README's tables, the course guide's timing table and each notebook's results block, from the
 # committed notebooks and docs/full_results.json (after re-executing notebooks; `make test` checks).

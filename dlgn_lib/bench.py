@@ -14,11 +14,17 @@ connected, Fashion-MNIST shapes); 16 circle-data seeds trained together against 
 (``train.train``); the overlap kernel's FLOP rate; the training steps' FLOP rate; and, with
 ``--series``, the wall time of the whole quick series from a cold and from a warm run cache. The
 table is saved to ``<build dir>/bench.txt``.
+
+``--record`` also writes the rows into ``docs/bench.json``, the record the README's Performance
+table is generated from (``python -m dlgn_lib.report write``). A row measured in this run replaces
+its entry; a row this run did not measure (the series rows without ``--series``) keeps its earlier
+entry, and every row names the run that measured it: date, command, machine, code version.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
 import re
@@ -36,6 +42,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from . import fused, kernels, locations, losses, models, numerics, train
 from .config import DataSpec, ModelSpec, RunConfig
+
+#: The committed record of ``--record`` runs (docs/bench.json), read by ``dlgn_lib.report``.
+RECORD = locations.REPO_ROOT / "docs" / "bench.json"
 
 
 @dataclass(frozen=True)
@@ -519,29 +528,88 @@ def machine_lines(device: torch.device) -> list[str]:
     return lines
 
 
+def _num(v: float, unit: str) -> str:
+    return f"{v:.0f}{unit}" if unit == " s" else f"{v:.3g}{unit}"
+
+
+def row_cells(row: Row, targets_apply: bool = True) -> tuple[str, str, str, str]:
+    """A row's median, [min – max] (or "(1 run)", or the note of a row not run), target and met."""
+    if row.values:
+        spread = f"[{_num(min(row.values), row.unit)} – {_num(max(row.values), row.unit)}]" \
+            if len(row.values) > 1 else "(1 run)"
+        median = _num(row.median, row.unit)
+    else:
+        median, spread = "not run", row.note
+    target = "—" if row.target is None else \
+        f"{'≤' if row.target[0] == '<=' else '≥'} {_num(row.target[1], row.unit)}"
+    return median, spread, target, row.met(targets_apply)
+
+
 def format_table(rows: list[Row], targets_apply: bool = True) -> str:
     """The rows as a fixed-width text table: median, [min – max], target, met."""
-    def num(v: float, unit: str) -> str:
-        return f"{v:.0f}{unit}" if unit == " s" else f"{v:.3g}{unit}"
-
     header = ("benchmark", "median", "[min – max]", "target", "met")
-    lines = []
-    for row in rows:
-        if row.values:
-            spread = f"[{num(min(row.values), row.unit)} – {num(max(row.values), row.unit)}]" \
-                if len(row.values) > 1 else "(1 run)"
-            median = num(row.median, row.unit)
-        else:
-            median, spread = "not run", row.note
-        target = "—" if row.target is None else \
-            f"{'≤' if row.target[0] == '<=' else '≥'} {num(row.target[1], row.unit)}"
-        lines.append((row.name, median, spread, target, row.met(targets_apply)))
+    lines = [(row.name, *row_cells(row, targets_apply)) for row in rows]
     widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
     out = ["  ".join(cell.ljust(w) for cell, w in zip(header, widths)).rstrip(),
            "  ".join("-" * w for w in widths)]
     out += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in lines]
     out += [f"note: {row.name}: {row.note}" for row in rows if row.values and row.note]
     return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- the committed record
+
+def _row_entry(row: Row, run: int) -> dict:
+    return {"name": row.name, "values": list(row.values), "unit": row.unit,
+            "target": list(row.target) if row.target else None, "note": row.note, "run": run}
+
+
+def record_rows(rows: list[Row], reference: list[str], head: list[str], path: Path = RECORD,
+                date: str | None = None) -> dict:
+    """Write this run's measured rows into the record at ``path``: they replace their entries, a row
+    this run did not measure keeps its earlier entry (and that entry's run), a row whose name this
+    run does not have at all is dropped (renamed or removed). Returns the record written."""
+    from datetime import datetime, timezone
+
+    from . import verify
+    old = json.loads(path.read_text()) if path.exists() else {"runs": [], "rows": []}
+    old_rows = {entry["name"]: entry for entry in old.get("rows", [])}
+    version = verify.code_version()
+    dirty = subprocess.run(["git", "-C", str(locations.REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    run = {"date": date or datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+           "command": head[0].split(": ", 1)[-1], "machine": head[1:],
+           "cpu": verify.machine_label(), "code_version": version + (" (uncommitted changes)" if dirty else ""),
+           "reference": reference}
+    entries, runs = [], []
+    for row in rows:
+        if row.values:
+            entry, source = _row_entry(row, -1), run
+        elif row.name in old_rows:
+            entry = dict(old_rows[row.name])
+            source = old["runs"][entry["run"]]
+        else:
+            continue
+        if source not in runs:
+            runs.append(source)
+        entry["run"] = runs.index(source)
+        entries.append(entry)
+    record = {"about": "make bench rows, written by `python -m dlgn_lib.bench --record`; the README's "
+                       "Performance table is generated from it (python -m dlgn_lib.report write)",
+              "runs": runs, "rows": entries}
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+    return record
+
+
+def load_record(path: Path = RECORD) -> tuple[list[tuple[Row, int]], list[dict]]:
+    """The recorded rows (each with the index of the run that measured it) and the runs."""
+    record = json.loads(path.read_text())
+    rows = [(Row(e["name"], tuple(e["values"]), tuple(e["target"]) if e["target"] else None, e["unit"], e["note"]),
+             e["run"]) for e in record["rows"]]
+    return rows, record["runs"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -556,7 +624,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--series", action="store_true",
                         help="also time the whole quick series, cold and warm run cache (about 10 min)")
     parser.add_argument("--device", default=None, help="torch device (default: CUDA when present, else CPU)")
+    parser.add_argument("--record", action="store_true",
+                        help=f"also write the rows into {locations.display_path(RECORD)} (the README's table)")
     args = parser.parse_args(argv)
+    if args.record and (args.quick or args.tiny):
+        parser.error("--record: only the default sizes are recorded (the targets are for them); drop --quick/--tiny")
     name = "tiny" if args.tiny else "quick" if args.quick else "default"
     sizes = MODES[name]
     device = torch.device(args.device) if args.device else models.default_device()
@@ -581,6 +653,9 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n")
     print(f"saved {locations.display_path(out)}")
+    if args.record:
+        record_rows(rows, reference, head, RECORD)
+        print(f"recorded in {locations.display_path(RECORD)}; `python -m dlgn_lib.report write` updates the README")
     return 0
 
 

@@ -4,7 +4,8 @@ Three kinds of text are written here, each between markers ``<!-- report:NAME --
 ``<!-- /report:NAME -->`` that nothing else edits:
 
 - the README's opening table of bottom lines (``bottom``), its claims table (``claims``),
-  history (``history``), runtime table (``times``) and spread table (``spread``);
+  history (``history``), runtime table (``times``), spread table (``spread``) and benchmark
+  table (``bench``, from ``docs/bench.json``, written by ``python -m dlgn_lib.bench --record``);
 - the course guide's timing table (``times``, ``teaching/course_guide.md``);
 - each notebook's "## Results" cell (``results``): every verdict check with its value under
   ``quick`` and ``full``, and the runtimes.
@@ -515,6 +516,24 @@ def tolerance_table(spread: dict) -> str:
     return "\n".join(rows)
 
 
+def bench_table(rows, runs) -> str:
+    """README's Performance table from the bench record: one line per row, the run that measured
+    it, then each run's command, machine and absolute reference numbers."""
+    from dlgn_lib import bench
+    several = len(runs) > 1
+    lines = ["| benchmark | median | [min – max] | target | met |" + (" run |" if several else ""),
+             "|---|---|---|---|---|" + ("---|" if several else "")]
+    for row, run in rows:
+        cells = [_escape(row.name), *(_escape(c) for c in bench.row_cells(row))]
+        lines.append("| " + " | ".join(cells) + " |" + (f" {run + 1} |" if several else ""))
+    for i, run in enumerate(runs):
+        label = f"Run {i + 1}" if several else "Measured"
+        lines += ["", f"{label}: {run['date']}, `{run['command']}`, code {run['code_version']}, {run['cpu']}; "
+                  + "; ".join(run["machine"]) + ". Absolute numbers of the same run:", ""]
+        lines += [f"- {ref}" for ref in run["reference"]]
+    return "\n".join(lines)
+
+
 def generated(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> dict[Path, str]:
     """Every generated text as it should read now: README and course guide (path -> whole text),
     notebooks (path -> the source of the cell tagged ``results``)."""
@@ -527,6 +546,9 @@ def generated(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -
     from dlgn_lib import reproduce
     spread = reproduce.load_record()
     readme = _replace_block(readme, "spread", spread_table(spread), str(README))
+    from dlgn_lib import bench
+    readme = _replace_block(readme, "bench", bench_table(*bench.load_record()) if bench.RECORD.exists() else
+                            "No benchmark record yet: run `python -m dlgn_lib.bench --series --record`.", str(README))
     out[README] = _replace_block(readme, "times", times_table(data), str(README))
     out[RECONSTRUCTION] = _replace_block(RECONSTRUCTION.read_text(), "tolerances", tolerance_table(spread),
                                          str(RECONSTRUCTION))
@@ -575,23 +597,16 @@ NOT_MEASURED = (
     "at most 10 minutes on 2 cores",         # reconstruction §6's targets
     "at most 2 minutes from a warm one",
 )
-#: README's section of ``make bench``'s results, quoted with the command and machine of that run.
-BENCH_SECTION = "## Performance"
 
 
 def typed_runtimes(notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
     """Times typed into prose by hand: every measured time in README, the course guide, the
     reconstruction document and the notebooks' markdown must sit in a generated block (runtimes
     come from the executed notebooks and ``docs/full_results.json`` only). Returns ``file: text``
-    for each one found; settings and targets (``NOT_MEASURED``) and README's benchmark section
-    are not measured runtimes of the series."""
+    for each one found; settings and targets (``NOT_MEASURED``) are not measurements (README's
+    benchmark table is generated too, from ``docs/bench.json``)."""
     texts = {}
-    readme = README.read_text()
-    start = readme.find(BENCH_SECTION)
-    if start >= 0:
-        end = readme.find("\n## ", start + len(BENCH_SECTION))
-        readme = readme[:start] + (readme[end:] if end >= 0 else "")
-    texts[README] = readme
+    texts[README] = README.read_text()
     texts[COURSE_GUIDE] = COURSE_GUIDE.read_text()
     texts[RECONSTRUCTION] = RECONSTRUCTION.read_text()
     for path in sorted(Path(notebooks_dir).glob("*.ipynb")):

@@ -49,3 +49,44 @@ def test_row_judges_its_target_on_the_median():
     assert bench.Row("r", (6.0, 4.0, 5.5), (">=", 5.0)).met() == "yes"
     table = bench.format_table([row, bench.Row("no target", (0.5,))])
     assert "≤ 1.6×" in table and "[1× – 9×]" in table and "(1 run)" in table
+
+
+HEAD = ["dlgn-halfspace benchmarks (reconstruction §6): python -m dlgn_lib.bench --record",
+        "torch 2.x, device cpu", "mode default: 5 repeat(s)"]
+
+
+def test_record_replaces_measured_rows_and_keeps_the_others_with_their_run(tmp_path):
+    path = tmp_path / "bench.json"
+    first = [bench.Row("a / b", (2.0, 3.0, 4.0), (">=", 3.0)), bench.Row("series", (300.0,), ("<=", 600.0), " s"),
+             bench.Row("renamed later", (1.0,))]
+    bench.record_rows(first, ["matmul 100 GFLOP/s"], HEAD, path, date="2026-01-01")
+    # a second run without the series, and without the row that was renamed
+    second = [bench.Row("a / b", (5.0, 6.0, 7.0), (">=", 3.0)),
+              bench.Row("series", (), ("<=", 600.0), " s", note="add --series")]
+    record = bench.record_rows(second, ["matmul 120 GFLOP/s"], HEAD, path, date="2026-02-02")
+    rows, runs = bench.load_record(path)
+    assert [r.name for r, _ in rows] == ["a / b", "series"]
+    (ab, ab_run), (series, series_run) = rows
+    assert ab.values == (5.0, 6.0, 7.0) and runs[ab_run]["date"] == "2026-02-02"
+    assert series.values == (300.0,) and runs[series_run]["date"] == "2026-01-01"
+    assert runs[series_run]["reference"] == ["matmul 100 GFLOP/s"] and len(runs) == 2
+    assert record["runs"][ab_run]["command"] == "python -m dlgn_lib.bench --record"
+    # a run that measures everything leaves one run in the record
+    bench.record_rows(first[:2], [], HEAD, path, date="2026-03-03")
+    assert len(bench.load_record(path)[1]) == 1
+
+
+def test_readme_table_is_the_record(tmp_path):
+    from dlgn_lib import report
+    path = tmp_path / "bench.json"
+    bench.record_rows([bench.Row("x | y", (1.25, 1.5, 2.0), ("<=", 1.6)), bench.Row("none", (0.4,))],
+                      ["ref line"], HEAD, path, date="2026-01-01")
+    table = report.bench_table(*bench.load_record(path))
+    assert "| x \\| y | 1.5× | [1.25× – 2×] | ≤ 1.6× | yes |" in table
+    assert "| none | 0.4× | (1 run) | — | — |" in table
+    assert "2026-01-01" in table and "- ref line" in table
+
+
+def test_record_refuses_toy_sizes(build_dir):
+    with pytest.raises(SystemExit):
+        bench.main(["--tiny", "--record"])
