@@ -15,6 +15,7 @@
 #                                 machine's code paths to the record, e.g. on a second CPU)
 #   make lab                      JupyterLab on 127.0.0.1, serving notebooks/ (no solutions there)
 #   make student                  the student edition: build/student/ (outputs cleared, no solutions)
+#   make solutions [ONLY="01 05"]  regenerate the outputs of teaching/SOLUTIONS.md's snippets
 #   make book                     the rendered book of the committed notebooks: build/book/index.html
 #                                 (nothing re-executed; sliders as static twins)
 #   make slides                   slides of the 90-minute class (nbconvert, reveal.js): build/slides/
@@ -42,7 +43,7 @@ BUILD_DIR := $(abspath $(or $(DLGN_BUILD_DIR),build))
 RUNS_DIR := $(abspath $(or $(DLGN_RUNS_DIR),$(or $(DLGN_DATA_DIR),data)/runs))
 $(foreach v,DLGN_DATA_DIR DLGN_RUNS_DIR DLGN_FIGURES_DIR DLGN_BUILD_DIR,$(if $($(v)),$(eval export $(v) := $(abspath $($(v))))))
 
-.PHONY: venv data figures test test-library test-notebooks verify spread lab bench report student book slides lock clean check-profile
+.PHONY: venv data figures test test-library test-notebooks verify spread lab bench report student solutions book slides lock clean check-profile
 
 venv: $(STAMP)
 
@@ -105,6 +106,11 @@ report: venv
 # Notebooks with outputs and results cleared, exercises kept; solutions stay in teaching/.
 student: venv
 	$(PY) -m dlgn_lib.student $(BUILD_DIR)/student
+
+# The worked solutions' outputs in teaching/SOLUTIONS.md, regenerated (each notebook, quick, with its
+# snippets appended); ONLY="01 05" for some notebooks. `make test` checks the file against them.
+solutions: venv data
+	$(PY) -m dlgn_lib.solutions run $(if $(ONLY),--only $(ONLY))
 
 # Sphinx + myst-nb over the committed outputs (docs/book/build.py; sources staged in build/book-src).
 book: venv

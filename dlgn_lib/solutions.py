@@ -1,0 +1,293 @@
+"""The worked solutions' numbers, regenerated: ``python -m dlgn_lib.solutions run [--only NN …]``.
+
+``teaching/SOLUTIONS.md`` holds, for each exercise, one or more snippets (the ```` ```python ````
+blocks of its folded solution) and, right below each, what that snippet printed, between markers
+``<!-- output:ID -->`` and ``<!-- /output:ID -->`` that nothing else edits (ID: ``NN.k`` for
+exercise k of notebook NN, ``NN.0`` for a notebook's set-up snippet, ``NN.k.2`` for a second
+snippet of one exercise). A block ``<!-- output:about -->`` says, per notebook, when, where and at
+which code version its outputs were made.
+
+``run`` executes each notebook as committed (``quick``) in a fresh kernel with its snippets
+appended as cells, in order, and writes what each snippet printed into its block (without the run
+cache's "loaded run" / "trained … in … s" lines, which depend on what the cache held). Figures go
+to a scratch folder; new runs go through the run cache. A notebook or snippet that fails leaves every
+block of that notebook as it was and is reported.
+
+``check`` needs no execution: every snippet has its block, and every number that a solution's
+prose quotes (outside code and outputs) is one its snippets printed, or one its code or heading
+sets. ``tests/test_solutions.py`` runs both: the check on the committed file, and ``run`` for one
+notebook compared with the committed blocks within the notebook's measured tolerance.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from . import locations
+
+SOLUTIONS = locations.REPO_ROOT / "teaching" / "SOLUTIONS.md"
+NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
+
+_SECTION = re.compile(r"^## (\d{2}) · .*$", re.M)
+_EXERCISE = re.compile(r"^### (\d+)\. .*$", re.M)
+_SNIPPET = re.compile(r"^```python\n(.*?)^```\n", re.M | re.S)
+_BLOCK = re.compile(r"\n?<!-- output:([\w.]+) -->\n.*?<!-- /output:\1 -->\n", re.S)
+#: A number as prose quotes one: digits with optional thousands commas, decimals and sign.
+_NUMBER = re.compile(r"(?<![\w.])[−-]?\d[\d,]*(?:\.\d+)?(?:e[−-]?\d+)?")
+
+
+@dataclass
+class Snippet:
+    id: str            # "00.1", "05.0", "02.2.2"
+    code: str
+    end: int           # offset in the file just after the snippet's closing fence
+    output: str | None  # the text in its output block, None when it has none
+
+
+@dataclass
+class Exercise:
+    notebook: str
+    number: int        # 0: the notebook's set-up text before its first exercise
+    heading: str
+    text: str          # the exercise's whole text (heading to the next one)
+    snippets: list[Snippet] = field(default_factory=list)
+
+
+def parse(text: str) -> list[Exercise]:
+    """The exercises of a SOLUTIONS.md text, with their snippets and output blocks, in file order."""
+    sections = list(_SECTION.finditer(text))
+    exercises = []
+    for i, section in enumerate(sections):
+        stop = sections[i + 1].start() if i + 1 < len(sections) else len(text)
+        heads = list(_EXERCISE.finditer(text, section.end(), stop))
+        starts = [(0, section.group(0), section.end())] + [(int(h.group(1)), h.group(0), h.start()) for h in heads]
+        for j, (number, heading, start) in enumerate(starts):
+            end = starts[j + 1][2] if j + 1 < len(starts) else stop
+            exercise = Exercise(section.group(1), number, heading, text[start:end])
+            for k, m in enumerate(_SNIPPET.finditer(text, start, end)):
+                sid = f"{exercise.notebook}.{number}" + (f".{k + 1}" if k else "")
+                block = re.compile(rf"\n?<!-- output:{re.escape(sid)} -->\n```text\n(.*?)```\n<!-- /output:{re.escape(sid)} -->\n",
+                                   re.S).match(text, m.end())
+                exercise.snippets.append(Snippet(sid, m.group(1), m.end(), block.group(1) if block else None))
+            exercises.append(exercise)
+    return exercises
+
+
+def snippets(text: str) -> list[Snippet]:
+    return [s for e in parse(text) for s in e.snippets]
+
+
+def output_block(sid: str, printed: str) -> str:
+    """The block of one snippet: a blank line, the markers and the printed text as a text fence."""
+    body = printed or "(prints nothing)"
+    body += "" if body.endswith("\n") else "\n"
+    return f"\n<!-- output:{sid} -->\n```text\n{body}```\n<!-- /output:{sid} -->\n"
+
+
+def with_outputs(text: str, printed: dict[str, str]) -> str:
+    """``text`` with the output block of every snippet in ``printed`` written (added or replaced)."""
+    for snippet in sorted(snippets(text), key=lambda s: s.end, reverse=True):
+        if snippet.id in printed:
+            old = _BLOCK.match(text, snippet.end)
+            stop = old.end() if old and old.group(1) == snippet.id else snippet.end
+            text = text[:snippet.end] + output_block(snippet.id, printed[snippet.id]) + text[stop:]
+    return text
+
+
+# --- check: no execution ----------------------------------------------------------------------
+
+def _numbers(text: str) -> set[str]:
+    return {m.group(0).replace("−", "-").replace(",", "").lstrip("-") for m in _NUMBER.finditer(text)}
+
+
+def _prose(exercise: Exercise) -> str:
+    """The exercise's text without its heading, code blocks and output blocks."""
+    text = exercise.text.replace(exercise.heading, "", 1)
+    text = _BLOCK.sub("\n", text)
+    return re.sub(r"^```.*?^```\n", "", text, flags=re.M | re.S)
+
+
+def unprinted_numbers(text: str) -> list[str]:
+    """Numbers a solution's prose quotes that none of its snippets printed (nor its code or heading
+    sets, nor a one-digit count): ``"NN.k: number in 'line'"`` for each one."""
+    found = []
+    for exercise in parse(text):
+        if not exercise.snippets:
+            continue
+        known = _numbers(exercise.heading) | {n for s in exercise.snippets for n in _numbers(s.code)}
+        known |= {n for s in exercise.snippets for n in _numbers(s.output or "")}
+        for line in _prose(exercise).splitlines():
+            for number in sorted(_numbers(line) - known):
+                if re.fullmatch(r"\d", number):
+                    continue
+                found.append(f"{exercise.notebook}.{exercise.number}: {number} in {line.strip()[:100]!r}")
+    return found
+
+
+def regenerated(text: str) -> list[str]:
+    """The notebooks whose outputs ``run`` has written (their lines in the ``about`` block)."""
+    body = re.search(r"<!-- output:about -->\n(.*?)<!-- /output:about -->", text, re.S)
+    return sorted(m.group(1) for m in re.finditer(r"^- (\d{2}): ", body.group(1) if body else "", re.M))
+
+
+def problems(text: str, notebooks: list[str] | None = None) -> list[str]:
+    """What ``check`` reports for ``notebooks`` (default: those ``run`` has regenerated): snippets
+    without an output block, and prose numbers their snippets did not print."""
+    notebooks = regenerated(text) if notebooks is None else notebooks
+    missing = [f"{s.id}: no output block (run `python -m dlgn_lib.solutions run`)" for s in snippets(text)
+               if s.output is None and s.id[:2] in notebooks]
+    return missing + [f"not printed by the snippets: {place}" for place in unprinted_numbers(text)
+                      if place[:2] in notebooks]
+
+
+# --- run: execute the notebooks with their snippets --------------------------------------------
+
+class SnippetFailed(RuntimeError):
+    pass
+
+
+def run_notebook(notebook: Path, items: list[Snippet]) -> dict[str, str]:
+    """Execute ``notebook`` (as committed) with ``items`` appended as cells; returns what each printed.
+
+    Raises:
+        SnippetFailed: the notebook or a snippet raised; names the cell and the error.
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    from .series import CURRENT_INTERPRETER_KERNEL, _KernelManager
+    nb = nbformat.read(notebook, as_version=4)
+    first = len(nb.cells)
+    for snippet in items:
+        nb.cells.append(nbformat.v4.new_code_cell(snippet.code, metadata={"solution": snippet.id}))
+    with tempfile.TemporaryDirectory(prefix="dlgn-solutions-") as scratch:
+        before = os.environ.get("DLGN_FIGURES_DIR")
+        os.environ["DLGN_FIGURES_DIR"] = scratch   # the kernel inherits it; figures/ stays untouched
+        try:
+            NotebookClient(nb, kernel_name=CURRENT_INTERPRETER_KERNEL, kernel_manager_class=_KernelManager,
+                           resources={"metadata": {"path": str(notebook.parent)}}, timeout=None).execute()
+        except CellExecutionError as exc:
+            where = next((c.metadata.get("solution", f"notebook cell {i}") for i, c in enumerate(nb.cells)
+                          if any(o.get("output_type") == "error" for o in c.get("outputs", []))), "a cell")
+            last = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip().splitlines()[-1]   # without terminal colours
+            raise SnippetFailed(f"{notebook.name}: {where} failed: {last[:300]}") from None
+        finally:
+            if before is None:
+                os.environ.pop("DLGN_FIGURES_DIR", None)
+            else:
+                os.environ["DLGN_FIGURES_DIR"] = before
+    return {cell.metadata["solution"]: printed_text(cell) for cell in nb.cells[first:]}
+
+
+#: Lines of the run cache's own (loaded / training / trained, with seconds): they say what the cache
+#: held when the snippet ran, not what the solution computes, so the output blocks leave them out.
+_CACHE_LINE = re.compile(r"^(?:loaded run .*|training .* for \d+ epochs|trained .* in [\d.]+ s"
+                         r"|\d+ runs?: \d+ loaded from the cache, \d+ trained(?: in [\d.]+ s)?)$")
+
+
+def printed_text(cell) -> str:
+    """What a cell shows as text: its stdout and the plain text of its result, in order, without
+    the run cache's lines (``_CACHE_LINE``)."""
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream" and output.get("name") == "stdout":
+            parts.append(output["text"])
+        elif output.get("output_type") == "execute_result" and "text/plain" in output.get("data", {}):
+            parts.append(output["data"]["text/plain"] + "\n")
+    lines = "".join(parts).splitlines(keepends=True)
+    return "".join(line for line in lines if not _CACHE_LINE.match(line.rstrip("\n")))
+
+
+def about_line(nb_id: str) -> str:
+    """The about block's line of one notebook: code version, date, machine and code path of its outputs."""
+    from . import numerics, verify
+    return (f"- {nb_id}: made at code {verify.code_version()} on {time.strftime('%Y-%m-%d')}, "
+            f"{verify.machine_label()}, {numerics.mode()} code path")
+
+
+def with_about(text: str, nb_id: str) -> str:
+    """``text`` with notebook ``nb_id``'s line of the ``about`` block written (the block must exist)."""
+    begin, end = "<!-- output:about -->", "<!-- /output:about -->"
+    if text.count(begin) != 1 or text.count(end) != 1:
+        raise ValueError(f"{SOLUTIONS.name}: needs exactly one {begin} … {end} block")
+    head, rest = text.split(begin)
+    body, tail = rest.split(end)
+    lines = {line[2:4]: line for line in body.strip().splitlines() if line.startswith("- ")}
+    lines[nb_id] = about_line(nb_id)
+    return f"{head}{begin}\n" + "\n".join(lines[k] for k in sorted(lines)) + f"\n{end}{tail}"
+
+
+def run(only: list[str] | None = None, path: Path = SOLUTIONS, notebooks_dir: Path = NOTEBOOKS_DIR,
+        say=print) -> list[str]:
+    """Regenerate the output blocks (of the notebooks in ``only``, or all); returns the failures."""
+    text = path.read_text()
+    by_notebook: dict[str, list[Snippet]] = {}
+    for snippet in snippets(text):
+        by_notebook.setdefault(snippet.id[:2], []).append(snippet)
+    unknown = sorted(set(only or ()) - set(by_notebook))
+    if unknown:
+        raise ValueError(f"--only: no solutions for notebook(s) {', '.join(unknown)}; "
+                         f"available: {', '.join(sorted(by_notebook))}")
+    failures = []
+    for nb_id, items in sorted(by_notebook.items()):
+        if only and nb_id not in only:
+            continue
+        notebook = next(notebooks_dir.glob(f"{nb_id}_*.ipynb"))
+        t = time.perf_counter()
+        say(f"{notebook.name}: the notebook, then {len(items)} snippet(s) …")
+        try:
+            printed = run_notebook(notebook, items)
+        except SnippetFailed as exc:
+            failures.append(str(exc))
+            say(f"  FAILED: {exc}")
+            continue
+        text = with_outputs(path.read_text(), printed)   # re-read: write only this notebook's blocks
+        _write(path, with_about(text, nb_id))
+        say(f"  {len(printed)} output block(s) written in {time.perf_counter() - t:.0f} s")
+    return failures
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.solutions", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="execute the notebooks with their solution snippets; write the outputs")
+    r.add_argument("--only", nargs="+", metavar="NN", help="notebook ids (default: all)")
+    sub.add_parser("check", help="exit 1 when a snippet has no output or prose quotes a number not printed")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        try:
+            failures = run(args.only)
+        except ValueError as exc:
+            parser.error(str(exc))
+        for failure in failures:
+            print(f"error: {failure}", file=sys.stderr)
+        return 1 if failures else 0
+    text = SOLUTIONS.read_text()
+    found, done = problems(text), regenerated(text)
+    for place in found:
+        print(place, file=sys.stderr)
+    if found:
+        return 1
+    waiting = sorted({s.id[:2] for s in snippets(text)} - set(done))
+    n = sum(s.id[:2] in done for s in snippets(text))
+    print(f"notebooks {', '.join(done)}: {n} snippets, each with its output; every number in their prose was printed"
+          + (f"; not regenerated yet: {', '.join(waiting)}" if waiting else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
