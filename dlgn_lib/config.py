@@ -383,15 +383,14 @@ QUICK_IS: dict[str, str] = {
     "01": "miniature",
     "03": "miniature",
     "04": "miniature",
-    "07": "not yet a miniature: quick nets have 4 layers and full nets 6, so \"the deepest layer\" is another "
-          "layer; another learning rate and batch size (rules v2)",
-    "08": "not yet a miniature: it reads 06's circle runs of rule v2 (quick at another learning rate) and "
-          "07's odt runs (rules v2)",
+    "07": "smoke test",
+    "08": "not yet a miniature: it reads 06's circle runs and 07's odt runs as they were under their rules v2 "
+          "(quick at other learning rates, 07's quick at another depth and batch size)",
 }
 
 
 #: Notebooks whose runs are another notebook's (same configs, shared cache entries).
-READS_RUNS_OF = {"08": ("07",)}
+READS_RUNS_OF = {"08": ("06", "07")}
 #: Notebook 06's circle sizes under its rule v2, which notebook 08 (rule v2) trains and reads: 06's
 #: rule v3 moved quick to full's learning rate, 08's runs stay those of its registered rule.
 CIRCLE_SIZES_V2 = {
@@ -401,14 +400,26 @@ CIRCLE_SIZES_V2 = {
                                   eval_every=10)),
 }
 
+#: Notebook 07's sizes under its rule v2, whose odt runs notebook 08 (rule v2) reads: 07's rule v3
+#: moved quick to full's depth, learning rate and batch size.
+CLUSTER_SIZES_V2 = {
+    "quick": MappingProxyType(dict(fmnist_widths=(64,) * 4, odt_widths=(32,) * 4, lr=2e-3, batch_size=128)),
+    "full": MappingProxyType(dict()),
+}
+#: The sizes a notebook reads another's runs at, where they are not that notebook's own now:
+#: (reader, source) -> per profile, the keys that replace the source's sizes.
+READS_RUNS_AT = {("08", "06"): CIRCLE_SIZES_V2, ("08", "07"): CLUSTER_SIZES_V2}
+
 
 def profile_differences(notebook: str) -> tuple[list[str], list[str]]:
     """The keys whose values differ between a notebook's quick and full, split into size keys
     (``SIZE_KEYS``, same depth) and the rest (another setting, or widths of another depth). The
-    keys of notebooks whose runs it reads (``READS_RUNS_OF``) count too, named "07: lr"."""
+    keys of notebooks whose runs it reads (``READS_RUNS_OF``, at the sizes of ``READS_RUNS_AT``)
+    count too, named "07: lr"."""
     sizes, other = [], []
     for source in (notebook, *READS_RUNS_OF.get(notebook, ())):
-        quick, full = NOTEBOOK_SIZES[source]["quick"], NOTEBOOK_SIZES[source]["full"]
+        quick, full = ({**NOTEBOOK_SIZES[source][p], **READS_RUNS_AT.get((notebook, source), {}).get(p, {})}
+                       for p in ("quick", "full"))
         prefix = "" if source == notebook else f"{source}: "
         for key in dict.fromkeys([*quick, *full]):
             if quick.get(key) == full.get(key):
@@ -469,16 +480,17 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
     },
     "07": {
         # odt: the group's SD-I (dl.protocol.data_spec), odt_n_total None = all 40,000 points.
-        "quick": dict(fmnist_per_class=(500, 100, 100), fmnist_widths=(64,) * 4,
-                      odt_n_total=None, odt_widths=(32,) * 4, epochs=60, lr=2e-3, batch_size=128,
-                      n_snapshots=10, n_seeds=1),
+        # Rule v3: quick keeps full's depth (6 gating layers), learning rate and batch size.
+        "quick": dict(fmnist_per_class=(500, 100, 100), fmnist_widths=(64,) * 6,
+                      odt_n_total=None, odt_widths=(32,) * 6, epochs=60, lr=1e-3, batch_size=256,
+                      n_snapshots=10, n_seeds=5),
         "full": dict(fmnist_per_class=(None, None, None), fmnist_widths=(128,) * 6,
                      odt_n_total=None, odt_widths=(64,) * 6, epochs=100, lr=1e-3, batch_size=256,
-                     n_snapshots=20, n_seeds=3),
+                     n_snapshots=20, n_seeds=5),
     },
     "08": {
         # Training runs reuse notebook 06's circle runs as they were under 06's rule v2
-        # (CIRCLE_SIZES_V2) and notebook 07's odt sizes (same configs, shared cache entries);
+        # (CIRCLE_SIZES_V2) and notebook 07's odt runs as they were under 07's rule v2 (CLUSTER_SIZES_V2);
         # odt_seeds replaces 07's seed count (3 seeds under both profiles).
         # n_grid: angles of the θ grid on which gate switches are located.
         "quick": dict(n_grid=4096, n_seeds=3, odt_seeds=3),

@@ -179,7 +179,9 @@ def test_quick_and_full_differ_only_in_declared_size_keys_where_quick_is_a_minia
 def test_profile_differences_tell_sizes_from_settings_and_depth():
     config = C
     assert config.profile_differences("10") == (["report_sets", "epochs", "n_snapshots"], [])
-    sizes, other = config.profile_differences("07")
-    assert "odt_widths" in other and "fmnist_widths" in other and "lr" in other and "n_seeds" in sizes
+    sizes, other = config.profile_differences("07")                 # rules v3: full's depth and lr
+    assert other == [] and "odt_widths" in sizes and "fmnist_widths" in sizes and "epochs" in sizes
+    sizes, other = config.profile_differences("08")                 # 07's and 06's runs as under rules v2
+    assert {"07: odt_widths", "07: fmnist_widths", "07: lr", "07: batch_size", "06: lr"} <= set(other)
     assert config.profile_differences("04")[1] == []            # a miniature since rules v3
     assert config.profile_differences("05")[1] == []            # a smoke test since rules v3

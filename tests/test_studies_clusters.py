@@ -70,11 +70,38 @@ def test_growth_and_deepest_directions_by_hand():
     extra = study.extra_growth_table(table, datasets=("odt",))
     assert list(extra["model"]) == ["DLGN", "DLGN-SF"]
     assert extra.loc[0, "extra growth Δ"] == pytest.approx(0.5)
-    checks = study.checks(table, 0.6, 9.0, datasets=("odt",))
+    # rule v3: per-seed values by hand, then a mean over seeds with its interval
+    per_seed = study.seed_values(table, "odt", "dlgn")
+    assert list(per_seed.index) == [0, 1]
+    assert per_seed["growth init"].tolist() == pytest.approx([0.1, 0.3])
+    assert per_seed["extra growth Δ"].tolist() == pytest.approx([0.5, 0.5])   # 0.6 - 0.1, 0.8 - 0.3
+    assert per_seed["n_eff layer L trained"].tolist() == pytest.approx([4.0, 14.0])
+    assert per_seed["n_eff layer L init"].tolist() == pytest.approx([3.0, 13.0])
+    checks = study.checks(table, 0.4, 3.0, datasets=("odt",))
     assert [c.name for c in checks] == ["odt: DLGN extra growth Δ of the score, layer 1 → 3",
                                         "odt: DLGN effective directions of layer 3, trained"]
     assert [c.value for c in checks] == pytest.approx([0.5, 9.0])
-    assert [c.passed for c in checks] == [False, True]
+    # two seeds: the bootstrap interval of a mean spans the two seeds' values
+    assert (checks[1].estimate.low, checks[1].estimate.high) == pytest.approx((4.0, 14.0))
+    assert [c.outcome for c in checks] == ["pass", "pass"]
+    assert [c.outcome for c in study.checks(table, 0.6, 5.0, datasets=("odt",))] == ["fail", "inconclusive"]
+
+
+def test_the_directions_guard_fails_for_a_deepest_layer_collapsed_onto_one_line():
+    """Rule v3's check 2 holds at init by construction; what it guards against is a collapse: the
+    same check on a trained deepest layer whose units share one direction (up to sign) fails."""
+    rng = np.random.default_rng(0)
+    line = np.repeat(rng.standard_normal((1, 8)), 12, axis=0) * rng.choice([-1, 1], size=(12, 1))
+    spread = rng.standard_normal((12, 8))
+    normals = {("odt", "dlgn", s, state): [rng.standard_normal((12, 8)),
+                                           (line + 1e-3 * rng.standard_normal((12, 8))) if state == "trained" else spread]
+               for s in range(5) for state in ("init", "trained")}
+    table = study.layer_tables(normals, 0.9)
+    per_seed = study.seed_values(table, "odt", "dlgn")
+    assert per_seed["n_eff layer L trained"].max() < 1.01 and per_seed["n_eff layer L init"].min() > 3
+    delta, directions = study.checks(table, 0.1, 2.0, datasets=("odt",))
+    assert delta.outcome == "pass"          # the score rises: every unit has a near-twin
+    assert directions.outcome == "fail"     # but on one line: the guard catches the collapse
 
 
 def planted_layers(rng):

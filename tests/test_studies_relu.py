@@ -13,14 +13,22 @@ from dlgn_lib.studies import circle as study, relu
 
 
 def test_odt_configs_are_08s_hand_built_configs():
-    cfg = config.for_notebook("08", "quick", seed=100)
-    got = relu.odt_configs(cfg)
-    odt = config.for_notebook("07", "quick", seed=100)
-    spec = protocol.data_spec("SD-I", odt.odt_n_total)
-    want = {("odt", k, s): odt.run(spec, config.ModelSpec.make(k, odt.odt_widths)).replace(seed=s)
-            for k in ("dlgn", "relu") for s in (100, 101, 102)}
-    assert list(got) == list(want) and [c.key() for c in got.values()] == [c.key() for c in want.values()]
-    assert relu.odt_sizes(cfg).notebook == "07"
+    """08 (rule v2) reads 07's odt runs as 07 trained them under its rule v2: under quick 4 gating
+    layers of 32, lr 0.002, batch 128 (07's rule v3 moved its own quick to 6 layers, 0.001, 256)."""
+    spec = protocol.data_spec("SD-I")
+    v2 = {"quick": dict(odt_widths=(32,) * 4, lr=2e-3, batch_size=128, epochs=60, n_snapshots=10),
+          "full": dict(odt_widths=(64,) * 6, lr=1e-3, batch_size=256, epochs=100, n_snapshots=20)}
+    for profile, sizes in v2.items():
+        cfg = config.for_notebook("08", profile, seed=100)
+        got = relu.odt_configs(cfg)
+        want = {("odt", k, s): config.RunConfig(spec, config.ModelSpec.make(k, sizes["odt_widths"]), epochs=sizes["epochs"],
+                                                lr=sizes["lr"], batch_size=sizes["batch_size"],
+                                                n_snapshots=sizes["n_snapshots"], seed=s)
+                for k in ("dlgn", "relu") for s in (100, 101, 102)}
+        assert list(got) == list(want) and [c.key() for c in got.values()] == [c.key() for c in want.values()], profile
+        assert relu.odt_sizes(cfg).notebook == "07"
+    own = relu.clusters_study.run_configs(config.for_notebook("07", "quick", seed=100), [100], datasets=("odt",))
+    assert own["odt", "dlgn", 100].key() != relu.odt_configs(config.for_notebook("08", "quick", seed=100))["odt", "dlgn", 100].key()
 
 
 def frame(values):

@@ -43,8 +43,9 @@ VERDICT_WORDS = {(True, True): "alike", (True, False): "ReLU differs", (False, T
 # --------------------------------------------------------------------------- runs
 
 def odt_sizes(cfg) -> config.NotebookConfig:
-    """Notebook 07's sizes under 08's profile and seed (its odt runs)."""
-    return config.for_notebook("07", cfg.profile, seed=cfg.seed)
+    """Notebook 07's sizes as they were under 07's rule v2 (``config.CLUSTER_SIZES_V2``), under 08's
+    profile and seed: the odt runs of 08's rule."""
+    return config.for_notebook("07", cfg.profile, seed=cfg.seed, **config.CLUSTER_SIZES_V2[cfg.profile])
 
 
 def odt_configs(cfg) -> dict:
