@@ -567,8 +567,9 @@ def _row_entry(row: Row, run: int) -> dict:
 def record_rows(rows: list[Row], reference: list[str], head: list[str], path: Path = RECORD,
                 date: str | None = None) -> dict:
     """Write this run's measured rows into the record at ``path``: they replace their entries, a row
-    this run did not measure keeps its earlier entry (and that entry's run), a row whose name this
-    run does not have at all is dropped (renamed or removed). Returns the record written."""
+    this run did not measure keeps its earlier measured entry (and that entry's run), or is recorded
+    as not run (no values, its note) when no run has measured it; a row whose name this run does
+    not have at all is dropped (renamed or removed). Returns the record written."""
     from datetime import datetime, timezone
 
     from . import verify
@@ -583,13 +584,11 @@ def record_rows(rows: list[Row], reference: list[str], head: list[str], path: Pa
            "reference": reference}
     entries, runs = [], []
     for row in rows:
-        if row.values:
-            entry, source = _row_entry(row, -1), run
-        elif row.name in old_rows:
+        if row.name in old_rows and not row.values and old_rows[row.name]["values"]:
             entry = dict(old_rows[row.name])
             source = old["runs"][entry["run"]]
-        else:
-            continue
+        else:   # measured now, or measured by no run yet (kept, as "not run", with this run's note)
+            entry, source = _row_entry(row, -1), run
         if source not in runs:
             runs.append(source)
         entry["run"] = runs.index(source)
@@ -641,6 +640,7 @@ def main(argv: list[str] | None = None) -> int:
         head.append("toy sizes: the targets are for reconstruction §6's sizes and are not judged here")
     print("\n".join(head), flush=True)
     rows, reference = measure(sizes, device, mode=name)
+    reference.append(f"load average at the end of the cheap rows (1, 5, 15 min): {load_average()}")
     if args.series:
         rows += series_rows()
     else:

@@ -74,6 +74,11 @@ def test_record_replaces_measured_rows_and_keeps_the_others_with_their_run(tmp_p
     # a run that measures everything leaves one run in the record
     bench.record_rows(first[:2], [], HEAD, path, date="2026-03-03")
     assert len(bench.load_record(path)[1]) == 1
+    # a row no run has measured is recorded as not run, with its note, until one measures it
+    fresh = tmp_path / "fresh.json"
+    bench.record_rows(second, [], HEAD, fresh, date="2026-04-04")
+    (_, _), (never, _) = bench.load_record(fresh)[0]
+    assert never.values == () and never.note == "add --series"
 
 
 def test_readme_table_is_the_record(tmp_path):
