@@ -403,8 +403,9 @@ CIRCLE_SIZES_V2 = {
 #: Notebook 07's sizes under its rule v2, whose odt runs notebook 08 (rule v2) reads: 07's rule v3
 #: moved quick to full's depth, learning rate and batch size.
 CLUSTER_SIZES_V2 = {
-    "quick": MappingProxyType(dict(fmnist_widths=(64,) * 4, odt_widths=(32,) * 4, lr=2e-3, batch_size=128)),
-    "full": MappingProxyType(dict()),
+    "quick": MappingProxyType(dict(fmnist_widths=(64,) * 4, odt_widths=(32,) * 4, lr=2e-3, batch_size=128,
+                                   n_seeds=1)),
+    "full": MappingProxyType(dict(n_seeds=3)),
 }
 #: The sizes a notebook reads another's runs at, where they are not that notebook's own now:
 #: (reader, source) -> per profile, the keys that replace the source's sizes.
