@@ -6,7 +6,9 @@ Three kinds of text are written here, each between markers ``<!-- report:NAME --
 - the README's opening table of bottom lines (``bottom``), its claims table (``claims``),
   history (``history``), runtime table (``times``), spread table (``spread``) and benchmark
   table (``bench``, from ``docs/bench.json``, written by ``python -m dlgn_lib.bench --record``);
-- the course guide's timing table (``times``, ``teaching/course_guide.md``);
+- the course guide's timing table (``times``, ``teaching/course_guide.md``) and its table of the
+  class path's walk (``classwalk``, from ``docs/class_walk.json``, written by
+  ``python -m dlgn_lib.classwalk --record``);
 - each notebook's "## Results" cell (``results``): every verdict check with its value under
   ``quick`` and ``full``, and the runtimes.
 
@@ -396,6 +398,43 @@ def history_table() -> str:
     return "\n".join(rows)
 
 
+def _earlier_label(entry: dict) -> str:
+    """An earlier verdict in a few words: its rule, convention and profile, then its word and count,
+    e.g. ``C6 v1, "he", full: SUPPORTED (2 of 2)``."""
+    verdict, setting = entry["verdict"], entry["setting"]
+    rule = re.search(r"rule v(\d+)", setting)
+    convention = re.search(r'convention "(\w+)"', setting)
+    profile = re.search(r"\[(quick|full)\]", verdict)
+    outcome = re.search(r"\]: ([A-Z ]+) \((\d+ of \d+)", verdict)
+    return (f"{verdict.split(' ', 1)[0]} v{rule[1] if rule else 1}, \"{convention[1] if convention else 'group'}\", "
+            f"{profile[1] if profile else '?'}: {outcome[1]} ({outcome[2]})" if outcome else verdict)
+
+
+def verdicts_by_notebook_table(data: dict[str, Measured]) -> str:
+    """The course guide's table: per notebook with a verdict, its claims' verdicts now under both
+    profiles (the executed notebooks and the full record) and its earlier verdicts (rule,
+    convention, profile), oldest first, from ``verdict_history.json``."""
+    from dlgn_lib.verdict import HISTORY_FILE
+    history = json.loads(HISTORY_FILE.read_text())["notebooks"]
+    rows = ["| nb | `quick` now | `full` now | earlier verdicts (rule, convention, profile) |",
+            "|---|---|---|---|"]
+    for n, m in data.items():
+        claims = [c for c, _, nbs in CLAIMS if n in nbs and c.startswith("C")]
+        if not [v for v in (m.quick or []) + (m.full or []) if v.claim in claims] and not history.get(n):
+            continue                                              # a map or table, no verdict
+        def now(profile: str) -> str:
+            verdicts = m.quick if profile == "quick" else m.full
+            if verdicts is None:
+                return "not run"
+            cells = [f"{v.claim}: {v.short()}" for v in verdicts if v.claim in claims]
+            if profile == "full" and not full_is_current(m):
+                return f"no run under rules v{current_rule(n)} yet"
+            return "<br>".join(cells) + ("" if profile == "quick" else f" (rules v{current_rule(n)})")
+        earlier = "<br>".join(_earlier_label(e) for e in history.get(n, [])) or "—"
+        rows.append(f"| {n} | {_escape(now('quick'))} | {_escape(now('full'))} | {_escape(earlier)} |")
+    return "\n".join(rows)
+
+
 def times_table(data: dict[str, Measured], live: bool = False) -> str:
     claims = {n: ", ".join(c for c, _, nbs in CLAIMS if n in nbs and c != "—") or "—" for n in data}
     head = "| notebook | claims | `quick`, warm cache | `full` | how `full` was run |" + (" live elements |" if live else "")
@@ -552,8 +591,10 @@ def generated(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -
     out[README] = _replace_block(readme, "times", times_table(data), str(README))
     out[RECONSTRUCTION] = _replace_block(RECONSTRUCTION.read_text(), "tolerances", tolerance_table(spread),
                                          str(RECONSTRUCTION))
-    out[COURSE_GUIDE] = _replace_block(COURSE_GUIDE.read_text(), "times", times_table(data, live=True),
-                                       str(COURSE_GUIDE))
+    from dlgn_lib import classwalk
+    guide = _replace_block(COURSE_GUIDE.read_text(), "times", times_table(data, live=True), str(COURSE_GUIDE))
+    guide = _replace_block(guide, "verdicts", verdicts_by_notebook_table(data), str(COURSE_GUIDE))
+    out[COURSE_GUIDE] = _replace_block(guide, "classwalk", classwalk.table(classwalk.load_record()), str(COURSE_GUIDE))
     for nb_id, path in _notebooks(notebooks_dir).items():
         source = _results_cell(nbformat.read(path, as_version=4)).source
         out[path] = _replace_block(source, "results", results_block(data[nb_id], spread), str(path))

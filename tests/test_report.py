@@ -157,3 +157,28 @@ def test_a_typed_runtime_is_found_and_a_generated_one_is_not(tmp_path):
     nbformat.write(nb, tmp_path / "99_planted.ipynb")
     planted = [place for place in report.typed_runtimes(tmp_path) if "99_planted" in place]
     assert len(planted) == 1 and "'1,234 s'" in planted[0]
+
+
+def test_the_course_guide_verdict_table_shows_now_and_every_earlier_verdict(monkeypatch, tmp_path):
+    """Per notebook with a verdict: both profiles now (a full run under an older rule is not shown
+    as current) and each earlier verdict as rule, convention and profile with its word and count."""
+    def v(claim, word, profile, n_pass=1, n_checks=1):
+        return report.Verdict(claim, profile, word, n_pass, n_checks, ())
+
+    history = {"notebooks": {"07": [
+        {"verdict": "C6 [full]: SUPPORTED (2 of 2 checks pass): extra growth 0.997", "setting": 'convention "he", code version 2, full', "reason": "x"},
+        {"verdict": "C6 [quick]: SUPPORTED (4 of 4 checks pass)", "setting": 'convention "group", quick (4 gating layers), rule v2, seed 100', "reason": "y"}]}}
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps(history))
+    monkeypatch.setattr(verdict, "HISTORY_FILE", path)
+    monkeypatch.setattr(report, "current_rule", lambda n: 3)
+    data = {"07": report.Measured("07", "07_x", [v("C6", "SMOKE TEST", "quick", 4, 4)], 1.0,
+                                  [v("C6", "NOT SUPPORTED", "full", 3, 4)], 1.0, "", 3),
+            "08": report.Measured("08", "08_x", [v("C7", "SUPPORTED", "quick")], 1.0,
+                                  [v("C7", "SUPPORTED", "full")], 1.0, "", 2),
+            "11": report.Measured("11", "11_x", [], 1.0, None, None, "", None)}
+    rows = report.verdicts_by_notebook_table(data).splitlines()
+    assert rows[2] == ("| 07 | C6: *SMOKE TEST* (no verdict; 4 of 4 checks pass) | C6: **NOT SUPPORTED**, 3 of 4 (rules v3) | "
+                       'C6 v1, "he", full: SUPPORTED (2 of 2)<br>C6 v2, "group", quick: SUPPORTED (4 of 4) |')
+    assert rows[3] == "| 08 | C7: SUPPORTED, 1 of 1 | no run under rules v3 yet | — |"   # its full ran under v2
+    assert len(rows) == 4                                                      # 11 has no verdict

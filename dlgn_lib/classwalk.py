@@ -1,0 +1,235 @@
+"""The course guide's 90-minute class, walked as a teacher and a class machine would:
+``python -m dlgn_lib.classwalk [--only 00 01 03 05] [--workdir DIR] [--record]``.
+
+Starting after ``make venv data`` in a checkout, each step is timed:
+
+1. **teacher, train**: the class path (``slides.CLASS_PATH``) executed by the series runner with
+   an empty run cache of its own, so its runs are trained;
+2. **teacher, export**: ``python -m dlgn_lib.runs export … --profile quick`` of that cache (the
+   bundle's size, entry count and file mode are kept);
+3. **teacher, book** and **teacher, slides**: ``make book`` and ``make slides``, into the work folder;
+4. **class machine, import**: ``python -m dlgn_lib.runs import`` into a second, empty cache;
+5. **class machine, run**: the class path executed again, reading only the imported cache.
+
+Step 5 must train nothing: every notebook's run-cache summary lines say "0 trained", and the
+imported cache holds the same files, unchanged, before and after (a run trained there would add
+an entry). Any failure stops the walk with the step that failed and its output. Each step runs
+as a child process of this interpreter with ``DLGN_RUNS_DIR`` and ``DLGN_FIGURES_DIR`` set under
+the work folder (default: a new folder under the build folder), so the checkout's run cache,
+``figures/`` and ``notebooks/`` are not touched.
+
+``--record`` writes the timings, with the machine, code version, numeric code path and load, to
+``docs/class_walk.json``; the course guide's table of the walk is generated from it
+(``python -m dlgn_lib.report write``).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from . import locations
+
+RECORD = locations.REPO_ROOT / "docs" / "class_walk.json"
+#: A run-cache summary line of ``runs.get_or_train_many`` ("24 runs: 20 loaded from the cache, 4 trained …").
+_SUMMARY = re.compile(r"\b(\d+) runs?: (\d+) loaded from the cache, (\d+) trained\b")
+_LOADED = re.compile(r"^loaded run ", re.M)
+_TRAINING = re.compile(r"^(training|trained) ", re.M)
+
+
+class WalkFailed(RuntimeError):
+    """A step of the walk failed; the message names the step and ends with its output's tail."""
+
+
+@dataclass
+class Step:
+    name: str
+    command: str
+    seconds: float
+    detail: str = ""
+
+
+def cache_state(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under a run cache: relative path -> (size, modification time in ns)."""
+    if not root.exists():
+        return {}
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def cache_counts(nb) -> dict[str, int]:
+    """Runs a notebook reported loaded and trained, from its printed run-cache lines: the summary
+    lines of groups ("N runs: a loaded from the cache, b trained") and single-run lines
+    ("loaded run …", "training …" / "trained …")."""
+    loaded = trained = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            text = out.get("text", "") if out.get("output_type") == "stream" else ""
+            for m in _SUMMARY.finditer(text):
+                loaded, trained = loaded + int(m.group(2)), trained + int(m.group(3))
+            loaded += len(_LOADED.findall(text))
+            trained += sum(1 for m in _TRAINING.finditer(text) if m.group(1) == "trained")
+    return {"loaded": loaded, "trained": trained}
+
+
+def _mode(path: Path) -> str:
+    return stat.filemode(path.stat().st_mode)
+
+
+def _run(name: str, args: list[str], env: dict[str, str], say) -> tuple[float, str]:
+    """Run one step's child process; its seconds and output, or WalkFailed naming the step."""
+    say(f"{name}: {' '.join(args)}")
+    start = time.perf_counter()
+    proc = subprocess.run(args, env=env, cwd=locations.REPO_ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise WalkFailed(f"step {name!r} failed (exit {proc.returncode}) after {seconds:.0f} s:\n{output[-3000:]}")
+    say(f"  {seconds:.0f} s")
+    return seconds, output
+
+
+def walk(only=None, workdir: Path | None = None, workers: int | None = None, say=print) -> dict:
+    """Walk the class path (see the module docstring); returns the record (not written)."""
+    from . import bench, numerics, slides, verify
+    from .series import select_notebooks
+    notebooks = [locations.notebook_id(p) for p in select_notebooks(locations.find_notebooks(), only or slides.CLASS_PATH)]
+    workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="class-walk-", dir=locations.build_dir()))
+    workdir.mkdir(parents=True, exist_ok=True)
+    if any(workdir.iterdir()):
+        raise ValueError(f"--workdir {workdir} is not empty: the walk needs empty run caches")
+    teacher, klass, bundle = workdir / "teacher-runs", workdir / "class-runs", workdir / "class-runs.tar.gz"
+    base = {k: v for k, v in os.environ.items() if k not in ("DLGN_RUNS_DIR", "DLGN_FIGURES_DIR")}
+    base["DLGN_FIGURES_DIR"] = str(workdir / "figures")
+    py = sys.executable
+    series = [py, "-m", "dlgn_lib.series", "run", "--only", *notebooks] + (["--workers", str(workers)] if workers else [])
+    steps: list[Step] = []
+    load_start = bench.load_average()
+
+    env = {**base, "DLGN_RUNS_DIR": str(teacher)}
+    seconds, _ = _run("teacher, train", series + ["--output", str(workdir / "teacher-notebooks")], env, say)
+    trained = _counts(workdir / "teacher-notebooks", notebooks)
+    steps.append(Step("teacher: run the class path into an empty run cache (trains its runs)",
+                      "python -m dlgn_lib.series run --only " + " ".join(notebooks), seconds,
+                      f"{sum(c['trained'] for c in trained.values())} runs trained, "
+                      f"{sum(c['loaded'] for c in trained.values())} loaded"))
+    seconds, _ = _run("teacher, export", [py, "-m", "dlgn_lib.runs", "export", str(bundle), "--profile", "quick"], env, say)
+    entries = len(json.loads(_bundle_about(bundle))["entries"])
+    steps.append(Step("teacher: export the runs as one bundle", "python -m dlgn_lib.runs export class-runs.tar.gz "
+                      "--profile quick", seconds,
+                      f"{entries} entries, {bundle.stat().st_size / 1e6:.1f} MB, {_mode(bundle)}"))
+    seconds, _ = _run("teacher, book", [py, "docs/book/build.py", str(workdir / "book")], env, say)
+    steps.append(Step("teacher: build the book", "make book", seconds))
+    seconds, _ = _run("teacher, slides", [py, "-m", "dlgn_lib.slides", "--out", str(workdir / "slides")], env, say)
+    made = sorted(p.name for p in (workdir / "slides").glob("*.slides.html"))
+    steps.append(Step("teacher: make the slides", "make slides", seconds, f"{len(made)} slide decks"))
+
+    env = {**base, "DLGN_RUNS_DIR": str(klass)}
+    seconds, _ = _run("class, import", [py, "-m", "dlgn_lib.runs", "import", str(bundle)], env, say)
+    before = cache_state(klass)
+    steps.append(Step("class machine: import the bundle into an empty run cache",
+                      "python -m dlgn_lib.runs import class-runs.tar.gz", seconds, f"{len(before)} files"))
+    seconds, _ = _run("class, run", series + ["--output", str(workdir / "class-notebooks")], env, say)
+    counts = _counts(workdir / "class-notebooks", notebooks)
+    after = cache_state(klass)
+    if after != before or any(c["trained"] for c in counts.values()):
+        changed = sorted(set(after.items()) ^ set(before.items()))
+        raise WalkFailed("step 'class, run' trained or wrote runs although the bundle holds them: "
+                         f"{ {nb: c for nb, c in counts.items() if c['trained']} }; cache files changed: {changed[:5]}")
+    steps.append(Step("class machine: run the class path from the imported cache",
+                      "python -m dlgn_lib.series run --only " + " ".join(notebooks), seconds,
+                      f"{sum(c['loaded'] for c in counts.values())} runs loaded, 0 trained; the cache's "
+                      f"{len(after)} files unchanged"))
+    per_notebook = {nb: round(_seconds(workdir / "class-notebooks", nb), 1) for nb in notebooks}
+    info = verify.machine()
+    return {
+        "date": datetime.date.today().isoformat(),
+        "code_version": verify.code_version(),
+        "machine": verify.machine_label(info),
+        "cores": info["cores"],
+        "numerics": numerics.status()["numerics"],
+        "load_average": {"start": load_start, "end": bench.load_average()},
+        "workers": workers,
+        "notebooks": notebooks,
+        "steps": [vars(s) | {"seconds": round(s.seconds, 1)} for s in steps],
+        "class_notebook_seconds": per_notebook,
+    }
+
+
+def _bundle_about(bundle: Path) -> str:
+    import tarfile
+    with tarfile.open(bundle, "r:gz") as tar:
+        return tar.extractfile("bundle.json").read().decode()
+
+
+def _executed(folder: Path, nb_id: str):
+    return nbformat.read(next(folder.glob(f"{nb_id}_*.ipynb")), as_version=4)
+
+
+def _counts(folder: Path, notebooks) -> dict[str, dict[str, int]]:
+    return {nb: cache_counts(_executed(folder, nb)) for nb in notebooks}
+
+
+def _seconds(folder: Path, nb_id: str) -> float:
+    from .report import seconds_of
+    return seconds_of(_executed(folder, nb_id))
+
+
+def write_record(record: dict, path: Path = RECORD) -> None:
+    path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+
+
+def load_record(path: Path = RECORD) -> dict | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def table(record: dict | None) -> str:
+    """The course guide's table of the walk, from the record."""
+    if not record:
+        return "No walk recorded yet: run `python -m dlgn_lib.classwalk --record`."
+    rows = ["| step | command | seconds | what it did |", "|---|---|---|---|"]
+    rows += [f"| {s['name']} | `{s['command']}` | {s['seconds']:,.0f} | {s['detail'] or '—'} |" for s in record["steps"]]
+    each = ", ".join(f"{nb} {s:,.0f} s" for nb, s in record["class_notebook_seconds"].items())
+    workers = f"{record['workers']} worker(s)" if record.get("workers") else "the runner's default workers"
+    return "\n".join(rows + [
+        "",
+        f"On the class machine each notebook took (its cells' time): {each}. Walked on {record['date']} at code "
+        f"{record['code_version']}, {record['machine']}, {record['cores']} cores, {record['numerics']} code path, "
+        f"{workers}; load average (1, 5, 15 min) {record['load_average']['start']} at the start, "
+        f"{record['load_average']['end']} at the end."])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.classwalk", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", metavar="NN", help="notebook ids (default: the class path, 00 01 03 05)")
+    parser.add_argument("--workdir", type=Path, help="an empty or new folder for the caches, bundle, book and slides")
+    parser.add_argument("--workers", type=int, help="worker processes of the series runner (default: its own)")
+    parser.add_argument("--record", action="store_true", help=f"write {locations.display_path(RECORD)}")
+    args = parser.parse_args(argv)
+    try:
+        record = walk(args.only, args.workdir, args.workers)
+    except ValueError as exc:
+        parser.error(str(exc))
+    except WalkFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(table(record))
+    if args.record:
+        write_record(record)
+        print(f"recorded in {locations.display_path(RECORD)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
