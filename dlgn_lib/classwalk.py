@@ -18,7 +18,8 @@ as a child process of this interpreter with ``DLGN_RUNS_DIR`` and ``DLGN_FIGURES
 the work folder (default: a new folder under the build folder), so the checkout's run cache,
 ``figures/`` and ``notebooks/`` are not touched.
 
-``--record`` writes the timings, with the machine, code version, numeric code path and load, to
+``--record`` writes the timings, with the machine, code version, whether the checkout was clean,
+numeric code path and load, to
 ``docs/class_walk.json``; the course guide's table of the walk is generated from it
 (``python -m dlgn_lib.report write``).
 """
@@ -116,6 +117,7 @@ def walk(only=None, workdir: Path | None = None, workers: int | None = None, say
     series = [py, "-m", "dlgn_lib.series", "run", "--only", *notebooks] + (["--workers", str(workers)] if workers else [])
     steps: list[Step] = []
     load_start = bench.load_average()
+    checkout = checkout_state()
 
     env = {**base, "DLGN_RUNS_DIR": str(teacher)}
     seconds, _ = _run("teacher, train", series + ["--output", str(workdir / "teacher-notebooks")], env, say)
@@ -156,6 +158,7 @@ def walk(only=None, workdir: Path | None = None, workers: int | None = None, say
     return {
         "date": datetime.date.today().isoformat(),
         "code_version": verify.code_version(),
+        "checkout": checkout,
         "machine": verify.machine_label(info),
         "cores": info["cores"],
         "numerics": numerics.status()["numerics"],
@@ -165,6 +168,18 @@ def walk(only=None, workdir: Path | None = None, workers: int | None = None, say
         "steps": [vars(s) | {"seconds": round(s.seconds, 1)} for s in steps],
         "class_notebook_seconds": per_notebook,
     }
+
+
+def checkout_state() -> str:
+    """Whether the walk ran in a clean checkout (``git status --porcelain`` prints nothing for
+    tracked or unignored files) or in one with local changes."""
+    try:
+        proc = subprocess.run(["git", "status", "--porcelain"], cwd=locations.REPO_ROOT,
+                              capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+    changed = [line for line in proc.stdout.splitlines() if line.strip()]
+    return "a clean checkout" if not changed else f"a checkout with {len(changed)} changed or new file(s)"
 
 
 def _bundle_about(bundle: Path) -> str:
@@ -204,8 +219,8 @@ def table(record: dict | None) -> str:
     workers = f"{record['workers']} worker(s)" if record.get("workers") else "the runner's default workers"
     return "\n".join(rows + [
         "",
-        f"On the class machine each notebook took (its cells' time): {each}. Walked on {record['date']} at code "
-        f"{record['code_version']}, {record['machine']}, {record['cores']} cores, {record['numerics']} code path, "
+        f"On the class machine each notebook took (its cells' time): {each}. Walked on {record['date']} in "
+        f"{record.get('checkout', 'a checkout')} at code {record['code_version']}, {record['machine']}, {record['cores']} cores, {record['numerics']} code path, "
         f"{workers}; load average (1, 5, 15 min) {record['load_average']['start']} at the start, "
         f"{record['load_average']['end']} at the end."])
 

@@ -86,3 +86,19 @@ def test_the_table_of_a_record_quotes_its_numbers():
     assert "| class machine: run | `d` | 20 | — |" in text
     assert "01 10 s" in text and "abc1234" in text and "1.0, 1.1, 1.2 at the end" in text
     assert classwalk.table(None).startswith("No walk recorded yet")
+
+
+def test_the_record_says_whether_the_checkout_was_clean(tmp_path, monkeypatch):
+    import subprocess
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "a.txt").write_text("a\n")
+    subprocess.run(git + ["add", "a.txt"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "a"], check=True)
+    monkeypatch.setattr(classwalk.locations, "REPO_ROOT", tmp_path)
+    assert classwalk.checkout_state() == "a clean checkout"
+    (tmp_path / "a.txt").write_text("b\n")
+    (tmp_path / "new.txt").write_text("n\n")
+    assert classwalk.checkout_state() == "a checkout with 2 changed or new file(s)"
+    monkeypatch.setattr(classwalk.locations, "REPO_ROOT", tmp_path / "nowhere")
+    assert classwalk.checkout_state() == "not a git checkout"
