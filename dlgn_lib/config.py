@@ -384,43 +384,22 @@ QUICK_IS: dict[str, str] = {
     "03": "miniature",
     "04": "miniature",
     "07": "smoke test",
-    "08": "not yet a miniature: it reads 06's circle runs and 07's odt runs as they were under their rules v2 "
-          "(quick at other learning rates, 07's quick at another depth and batch size)",
+    "08": "smoke test",
 }
 
 
-#: Notebooks whose runs are another notebook's (same configs, shared cache entries).
+#: Notebooks whose runs are trained at another notebook's sizes (its run-config functions, its
+#: current sizes): 08 trains its own seeds at 06's circle sizes and 07's odt sizes.
 READS_RUNS_OF = {"08": ("06", "07")}
-#: Notebook 06's circle sizes under its rule v2, which notebook 08 (rule v2) trains and reads: 06's
-#: rule v3 moved quick to full's learning rate, 08's runs stay those of its registered rule.
-CIRCLE_SIZES_V2 = {
-    "quick": MappingProxyType(dict(n_train=256, widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30,
-                                   eval_every=10)),
-    "full": MappingProxyType(dict(n_train=1024, widths=(64, 64, 64), epochs=4000, lr=5e-3, n_snapshots=60,
-                                  eval_every=10)),
-}
-
-#: Notebook 07's sizes under its rule v2, whose odt runs notebook 08 (rule v2) reads: 07's rule v3
-#: moved quick to full's depth, learning rate and batch size.
-CLUSTER_SIZES_V2 = {
-    "quick": MappingProxyType(dict(fmnist_widths=(64,) * 4, odt_widths=(32,) * 4, lr=2e-3, batch_size=128,
-                                   n_seeds=1)),
-    "full": MappingProxyType(dict(n_seeds=3)),
-}
-#: The sizes a notebook reads another's runs at, where they are not that notebook's own now:
-#: (reader, source) -> per profile, the keys that replace the source's sizes.
-READS_RUNS_AT = {("08", "06"): CIRCLE_SIZES_V2, ("08", "07"): CLUSTER_SIZES_V2}
 
 
 def profile_differences(notebook: str) -> tuple[list[str], list[str]]:
     """The keys whose values differ between a notebook's quick and full, split into size keys
     (``SIZE_KEYS``, same depth) and the rest (another setting, or widths of another depth). The
-    keys of notebooks whose runs it reads (``READS_RUNS_OF``, at the sizes of ``READS_RUNS_AT``)
-    count too, named "07: lr"."""
+    keys of notebooks at whose sizes it trains (``READS_RUNS_OF``) count too, named "07: lr"."""
     sizes, other = [], []
     for source in (notebook, *READS_RUNS_OF.get(notebook, ())):
-        quick, full = ({**NOTEBOOK_SIZES[source][p], **READS_RUNS_AT.get((notebook, source), {}).get(p, {})}
-                       for p in ("quick", "full"))
+        quick, full = (NOTEBOOK_SIZES[source][p] for p in ("quick", "full"))
         prefix = "" if source == notebook else f"{source}: "
         for key in dict.fromkeys([*quick, *full]):
             if quick.get(key) == full.get(key):
@@ -490,12 +469,11 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
                      n_snapshots=20, n_seeds=5),
     },
     "08": {
-        # Training runs reuse notebook 06's circle runs as they were under 06's rule v2
-        # (CIRCLE_SIZES_V2) and notebook 07's odt runs as they were under 07's rule v2 (CLUSTER_SIZES_V2);
-        # odt_seeds replaces 07's seed count (3 seeds under both profiles).
-        # n_grid: angles of the θ grid on which gate switches are located.
-        "quick": dict(n_grid=4096, n_seeds=3, odt_seeds=3),
-        "full": dict(n_grid=16384, n_seeds=10, odt_seeds=3),
+        # Rule v3: 08's own runs (fresh seeds and targets) at the sizes of notebook 06's circle runs
+        # and notebook 07's odt runs (their rules v3); n_seeds circle seeds, odt_seeds odt seeds.
+        # n_grid: angles of the θ grid on which gate switches are located. Quick is a smoke test.
+        "quick": dict(n_grid=4096, n_seeds=5, odt_seeds=5),
+        "full": dict(n_grid=16384, n_seeds=10, odt_seeds=5),
     },
     "10": {
         # The group's odt protocol (dl.protocol) on the data sets `sets` (checked) and

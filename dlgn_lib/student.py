@@ -68,11 +68,16 @@ def write_edition(out: Path | str, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[
     return written
 
 
-def solution_lines(solutions: Path = SOLUTIONS) -> set[str]:
-    """The distinctive lines of the worked solutions (inside their folded ``<details>`` blocks)."""
+def solution_lines(solutions: Path = SOLUTIONS, notebooks=None) -> set[str]:
+    """The distinctive lines of the worked solutions (inside their folded ``<details>`` blocks):
+    long enough, and not text the notebooks themselves show (a snippet may repeat one of the
+    notebook's calls, or print a table header the notebook prints too; ``notebooks``: their paths,
+    default the committed series). What only the solutions hold stays distinctive."""
     text = solutions.read_text()
     blocks = re.findall(r"<details>(.*?)</details>", text, flags=re.S)
-    return {line.strip() for block in blocks for line in block.splitlines() if len(line.strip()) >= MIN_LINE}
+    lines = {line.strip() for block in blocks for line in block.splitlines() if len(line.strip()) >= MIN_LINE}
+    own = "\n".join(readable_text(p) for p in (locations.find_notebooks() if notebooks is None else notebooks))
+    return {line for line in lines if line not in own}
 
 
 def leaked_solution_lines(edition: Path, solutions: Path = SOLUTIONS) -> dict[str, list[str]]:

@@ -204,6 +204,53 @@ def exact_check(name: str, value: float, n_seeds: int, op: str, threshold: float
     return SeedCheck(name, intervals.exact(value, n_seeds, statistic), op, float(threshold), digits)
 
 
+@dataclass(frozen=True)
+class RowCountCheck(SeedCheck):
+    """A count of rows by their outcomes (rules v3, notebook 08): ``value`` rows are decided, up to
+    ``value + undecided`` could be. Its interval is that range, so it passes when the whole range is
+    on the claimed side of the threshold, fails when none of it is, and is inconclusive otherwise."""
+
+    def line(self) -> str:
+        e, f = self.estimate, (lambda v: format_number(v, self.digits))
+        return (f"  [{MARKS[self.outcome]}] {self.name} = {f(e.value)}  (threshold: {self.op} {f(self.threshold)}; "
+                f"counted from the rows' outcomes, {f(e.low)} to {f(e.high)} with the undecided rows)")
+
+
+def row_count_check(name: str, decided: int, undecided: int, op: str, threshold: float) -> RowCountCheck:
+    """A check on a number of rows: ``decided`` rows counted for sure, ``undecided`` rows whose
+    interval straddles their bar and might count too (the range [decided, decided + undecided])."""
+    from dlgn_lib import intervals
+    if decided < 0 or undecided < 0:
+        raise ValueError(f"row counts must be non-negative; got {decided} decided and {undecided} undecided")
+    estimate = intervals.Estimate(float(decided), float(decided), float(decided + undecided),
+                                  int(decided + undecided), "count of rows", "rows")
+    return RowCountCheck(name, estimate, op, float(threshold), 3)
+
+
+@dataclass(frozen=True)
+class UndecidedCheck(SeedCheck):
+    """A check whose statistic has no value on these runs (``why``): the data cannot decide it, so
+    its outcome is inconclusive, never pass or fail (rules v3)."""
+    why: str = ""
+
+    @property
+    def outcome(self) -> str:
+        return INCONCLUSIVE
+
+    def line(self) -> str:
+        return (f"  [{MARKS[INCONCLUSIVE]}] {self.name} = nan  (threshold: {self.op} "
+                f"{format_number(self.threshold, self.digits)}; no value: {self.why})")
+
+
+def undecided_check(name: str, op: str, threshold: float, why: str) -> UndecidedCheck:
+    """A check that cannot be computed on these runs (e.g. every seed's statistic is undefined):
+    inconclusive, with the reason printed."""
+    from dlgn_lib import intervals
+    nan = float("nan")
+    return UndecidedCheck(name, intervals.Estimate(nan, nan, nan, 0, "none", "no value"), op, float(threshold), 3,
+                          None, why)
+
+
 def difference(trained, init):
     """Per-seed trained − init, seed by seed (both in the same seed order)."""
     import numpy as np

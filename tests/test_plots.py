@@ -111,6 +111,16 @@ def test_accuracy_points_and_cosine_distributions_use_registry_colours():
     assert {to_hex(c.get_facecolor()[0]) for c in swarms} == {plots.MODEL_COLORS["dlgn"], plots.MODEL_COLORS["relu"]}
 
 
+def test_a_layer_without_units_gets_an_empty_panel_not_an_error():
+    """Gate vectors of a layer whose units all have constant gates: m = 0 rows."""
+    rng = np.random.default_rng(0)
+    fig = hyperplanes.abs_cosine_grid({"DLGN": [rng.normal(size=(5, 7)), rng.normal(size=(3, 7))],
+                                       "ReLU": [rng.normal(size=(4, 7)), np.zeros((0, 7))]})
+    empty = fig.axes[3]                                  # row ReLU, layer 2
+    assert [t.get_text() for t in empty.texts] == ["no unit\nvaries"] and not empty.collections
+    assert all(ax.collections for ax in fig.axes[:3])    # the other three are heatmaps
+
+
 # --------------------------------------------------------------------------- keys and colour bars
 
 def test_heatmaps_have_labelled_colour_bars():

@@ -32,6 +32,19 @@ def test_no_solution_text_leaks_into_the_edition(edition):
     assert not [p for p in edition.rglob("*") if "solution" in p.name.lower() or "course_guide" in p.name]
 
 
+def test_text_the_notebooks_show_themselves_is_not_a_solution_line(tmp_path):
+    solutions = tmp_path / "SOLUTIONS.md"
+    solutions.write_text("<details>\nrows = study.fit_times(part, FIT_FRACTION, names=NAMES)\n"
+                         "dataset   model  seed  epochs  train acc  test acc\n"
+                         "The smooth arc is fitted first in every one of the five seeds.\n</details>\n")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1\nrows = study.fit_times(part, FIT_FRACTION, names=NAMES)")])
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                                  text="dataset   model  seed  epochs  train acc  test acc\n")]
+    nbformat.write(nb, tmp_path / "05_smooth.ipynb")
+    assert student.solution_lines(solutions, [tmp_path / "05_smooth.ipynb"]) == {
+        "The smooth arc is fitted first in every one of the five seeds."}
+
+
 def test_the_leak_check_finds_a_solution_line_that_got_in(edition, tmp_path):
     leaked = tmp_path / "leaked"
     leaked.mkdir()
@@ -46,5 +59,3 @@ def test_make_lab_serves_a_folder_without_teacher_material():
     assert "--ServerApp.root_dir=notebooks" in makefile
     served = {p.name for p in (locations.REPO_ROOT / "notebooks").rglob("*") if p.is_file()}
     assert not {n for n in served if "solution" in n.lower() or n.endswith(".md")}, served
-    notebook_text = "".join(student.readable_text(p) for p in (locations.REPO_ROOT / "notebooks").glob("*.ipynb"))
-    assert not [line for line in student.solution_lines() if line in notebook_text]

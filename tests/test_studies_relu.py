@@ -1,5 +1,6 @@
 """Notebook 08's run sets, switch measurements, odt clustering and comparison rows, against
 hand-built configs, hand-known values and direct computations."""
+import itertools
 import math
 
 import matplotlib.pyplot as plt
@@ -13,68 +14,127 @@ from dlgn_lib.studies import circle as study, relu
 
 
 def test_odt_configs_are_08s_hand_built_configs():
-    """08 (rule v2) reads 07's odt runs as 07 trained them under its rule v2: under quick 4 gating
-    layers of 32, lr 0.002, batch 128 (07's rule v3 moved its own quick to 6 layers, 0.001, 256)."""
+    """08 (rule v3) trains its own odt seeds at 07's current sizes: 6 layers, lr 0.001, batch 256,
+    widths 32 (quick) / 64 (full); the same configs 07 would build for those seeds, and none of
+    07's registered seeds."""
     spec = protocol.data_spec("SD-I")
-    v2 = {"quick": dict(odt_widths=(32,) * 4, lr=2e-3, batch_size=128, epochs=60, n_snapshots=10),
-          "full": dict(odt_widths=(64,) * 6, lr=1e-3, batch_size=256, epochs=100, n_snapshots=20)}
-    for profile, sizes in v2.items():
-        cfg = config.for_notebook("08", profile, seed=100)
+    sizes = {"quick": dict(odt_widths=(32,) * 6, epochs=60, n_snapshots=10),
+             "full": dict(odt_widths=(64,) * 6, epochs=100, n_snapshots=20)}
+    for profile, size in sizes.items():
+        cfg = config.for_notebook("08", profile, seed=6000)
         got = relu.odt_configs(cfg)
-        want = {("odt", k, s): config.RunConfig(spec, config.ModelSpec.make(k, sizes["odt_widths"]), epochs=sizes["epochs"],
-                                                lr=sizes["lr"], batch_size=sizes["batch_size"],
-                                                n_snapshots=sizes["n_snapshots"], seed=s)
-                for k in ("dlgn", "relu") for s in (100, 101, 102)}
+        seeds = range(6000, 6005)
+        want = {("odt", k, s): config.RunConfig(spec, config.ModelSpec.make(k, size["odt_widths"]), epochs=size["epochs"],
+                                                lr=1e-3, batch_size=256, n_snapshots=size["n_snapshots"], seed=s)
+                for k in ("dlgn", "relu") for s in seeds}
         assert list(got) == list(want) and [c.key() for c in got.values()] == [c.key() for c in want.values()], profile
         assert relu.odt_sizes(cfg).notebook == "07"
-    own = relu.clusters_study.run_configs(config.for_notebook("07", "quick", seed=100), [100], datasets=("odt",))
-    assert own["odt", "dlgn", 100].key() != relu.odt_configs(config.for_notebook("08", "quick", seed=100))["odt", "dlgn", 100].key()
+        own = relu.clusters_study.run_configs(config.for_notebook("07", profile, seed=6000), list(seeds),
+                                              datasets=("odt",), kinds=relu.KINDS)
+        assert [c.key() for c in own.values()] == [c.key() for c in got.values()]
+    registered_07 = relu.clusters_study.run_configs(config.for_notebook("07", "quick", seed=5000), range(5000, 5005),
+                                                    datasets=("odt",), kinds=relu.KINDS)
+    assert not {c.key() for c in registered_07.values()} & {c.key() for c in relu.odt_configs(
+        config.for_notebook("08", "quick", seed=6000)).values()}
 
 
-def frame(values):
-    """Rows (model, epoch, x) from {model: {epoch: [values over runs]}}."""
-    return pd.DataFrame([{"model": m, "epoch": e, "x": v} for m, by in values.items()
-                         for e, vs in by.items() for v in vs])
+def runs_frame(values, column="x"):
+    """Rows (model, target, seed, epoch, column) from {(model, target, seed): {epoch: value}}."""
+    return pd.DataFrame([{"model": m, "target": t, "seed": s, "epoch": e, column: v}
+                         for (m, t, s), by in values.items() for e, v in by.items()])
 
 
-def test_change_by_hand():
-    f = frame({"dlgn": {0: [1.0, 3.0], 5: [9.0], 9: [0.5, 1.5]}, "relu": {0: [2.0], 9: [5.0]}})
-    assert relu.change(f, "x", "dlgn") == pytest.approx(1.0 - 2.0)
-    assert relu.change(f, "x", "dlgn", "ratio") == pytest.approx(0.5)
-    assert relu.change(f, "x", "relu") == 3.0
+def test_seed_end_pairs_and_changes_by_hand():
+    f = runs_frame({("dlgn", "a", 1): {0: 1.0, 5: 9.0, 9: 0.5}, ("dlgn", "b", 1): {9: 1.5, 0: 3.0},
+                    ("dlgn", "a", 2): {0: 2.0, 9: 4.0}, ("relu", "a", 1): {0: 7.0, 9: 7.0}})
+    pairs = relu.seed_end_pairs(f, "x", "dlgn")
+    assert pairs.tolist() == [[(0.5 + 1.5) / 2, (1.0 + 3.0) / 2], [4.0, 2.0]]   # seed 1: two targets
+    assert relu.seed_changes(f, "x", "dlgn").tolist() == [1.0 - 2.0, 2.0]
+    assert relu.seed_changes(f, "x", "relu").tolist() == [0.0]
 
 
-def test_comparison_and_agreement_by_hand():
-    thresholds = {"R1": 0.9, "R2": 0.05, "R3": 0.05, "R4": 1.0, "R5'": 2.0, "R6": 0.1}
-    values = {"dlgn": {"R1": 0.7, "R2": -0.02, "R3": 0.07, "R4": 0.0, "R5'": 5.3, "R6": 0.05},
-              "relu": {"R1": 0.95, "R2": 0.13, "R3": 0.15, "R4": 0.0, "R5'": 4.1, "R6": 0.6}}
-    checks, table = relu.comparison(values, thresholds, depth=4)
-    assert list(table["verdict"]) == ["ReLU differs", "ReLU only", "alike", "alike", "alike", "ReLU only"]
-    assert table.loc["R1", "criterion"] == "<= 0.9" and table.loc["R5'", "DLGN"] == verdict.format_number(5.3)
-    assert checks["R6"]["dlgn"].name.startswith("R6 odt: extra growth Δ of the gate-vector score, layer 1 → 4")
-    assert relu.agreement(checks) == (["R1", "R3", "R4", "R5'"], ["R3", "R4", "R5'"])
+def seed_checks(values, op, threshold):
+    return verdict.seed_check("x", values, op, threshold)
 
 
-def test_row_values_against_direct_computations():
-    steps = pd.DataFrame([{"model": m, "epoch": e, "switch distance": d, "centred": c}
-                          for m, d0, c0 in (("dlgn", 0.4, 0.1), ("relu", 0.3, 0.2))
-                          for e, d, c in ((0, d0, c0), (9, d0 / 2, c0 + 0.1))])
-    mixture = pd.DataFrame([{"model": m, "epoch": e, "switch share rough": r}
-                            for m in ("dlgn", "relu") for e, r in ((0, 0.5), (9, 0.6))])
+THRESHOLDS = {"R1": 0.9, "R2": 0.05, "R3": 0.05, "R4": 1.0, "R5'": 2.0, "R6": 0.1}
+
+
+def planted(dlgn, relu_values):
+    """Row checks from per-seed values per row: {row: values}, thresholds and ops of the rows."""
+    ops = {row: op for row, _, _, op in relu.ROWS}
+    return {row: {"dlgn": seed_checks(dlgn[row], ops[row], THRESHOLDS[row]),
+                  "relu": seed_checks(relu_values[row], ops[row], THRESHOLDS[row])} for row in THRESHOLDS}
+
+
+def test_comparison_reads_each_row_by_the_two_outcomes():
+    clear = {"R1": [0.5, 0.6, 0.55], "R2": [0.2, 0.3, 0.25], "R3": [0.2, 0.3, 0.25], "R4": [0.1, 0.2, 0.3],
+             "R5'": [5.0, 6.0, 7.0], "R6": [0.5, 0.6, 0.7]}
+    dlgn = {**clear, "R2": [-0.1, -0.2, -0.15], "R6": [0.0, 0.2, 0.1, 0.05, 0.15]}     # R2 not shown, R6 straddles
+    relu_values = {**clear, "R1": [0.95, 1.0, 0.97], "R3": [0.0, 0.1, 0.05, 0.07, 0.02]}  # R1 not, R3 straddles
+    checks = planted(dlgn, relu_values)
+    table = relu.comparison(checks, THRESHOLDS)
+    assert list(table["reading"]) == ["ReLU differs", "ReLU only", "ReLU undecided", "alike", "alike", "DLGN undecided"]
+    assert table.loc["R1", "criterion"] == "<= 0.9"
+    means = sorted(np.mean(r) for r in itertools.product([5.0, 6.0, 7.0], repeat=3))   # all 27 resamples
+    low, high = means[math.ceil(0.05 * 27) - 1], means[math.ceil(0.95 * 27) - 1]          # 5 % and 95 % quantiles
+    assert table.loc["R5'", "DLGN"] == f"6 [{verdict.format_number(low)}, {verdict.format_number(high)}] pass"
+    one, two = relu.c7_checks(checks, 3)
+    assert (one.value, one.estimate.high, one.outcome) == (4, 5, verdict.PASS)   # R1, R3, R4, R5' shown; R6 open
+    assert (two.value, two.estimate.high, two.outcome) == (1, 2, verdict.FAIL)   # ReLU misses R1; R3 undecided
+    assert verdict.evaluate("C7", [one, two], "quick").word == "NOT SUPPORTED"
+
+
+def test_c7_is_inconclusive_when_an_undecided_row_could_change_it():
+    clear = {"R1": [0.5, 0.6, 0.55], "R2": [0.2, 0.3, 0.25], "R3": [0.2, 0.3, 0.25], "R4": [0.1, 0.2, 0.3],
+             "R5'": [5.0, 6.0, 7.0], "R6": [0.5, 0.6, 0.7]}
+    straddle = [0.0, 0.1, 0.05, 0.07, 0.02]
+    checks = planted(clear, {**clear, "R3": straddle})
+    one, two = relu.c7_checks(checks, 3)
+    assert one.outcome == verdict.PASS and two.outcome == verdict.INCONCLUSIVE
+    assert "undecided: R3" in two.name and verdict.evaluate("C7", [one, two], "full").word == "INCONCLUSIVE"
+    few = {**clear, "R2": [-0.1, -0.2, -0.15], "R3": [-0.1, -0.2, -0.15], "R4": [2.0, 3.0, 4.0],
+           "R6": [0.05, 0.15, 0.1, 0.12, 0.07]}                                          # straddles 0.1
+    one, _ = relu.c7_checks(planted(few, clear), 3)
+    assert (one.value, one.estimate.high, one.outcome) == (2, 3, verdict.INCONCLUSIVE)   # R1, R5' shown, R6 open
+    one, _ = relu.c7_checks(planted({**few, "R6": [0.0, 0.01, 0.02]}, clear), 3)
+    assert one.outcome == verdict.FAIL                                                  # 2 shown, none open
+    assert one.line().startswith("  [FAIL] rows where the DLGN shows the effect (R1, R5'; undecided: none) = 2  "
+                                 "(threshold: >= 3; counted from the rows' outcomes, 2 to 2")
+
+
+def test_row_checks_against_direct_computations():
+    steps = pd.DataFrame([{"model": m, "target": t, "seed": s, "epoch": e, "switch distance": d, "centred": c}
+                          for m, d0, c0 in (("dlgn", 0.4, 0.1), ("relu", 0.3, 0.2)) for t in ("a", "b")
+                          for s in (1, 2, 3)
+                          for e, d, c in ((0, d0 * s, c0), (9, d0 * s / (2 if t == "a" else 4), c0 + 0.1 * s))])
+    mixture = pd.DataFrame([{"model": m, "target": "mixture", "seed": s, "epoch": e, "switch share rough": r,
+                             "loss rough": loss}
+                            for m, scale in (("dlgn", 1.0), ("relu", 2.0), ("dlgn_frozen", 10.0)) for s in (1, 2, 3)
+                            for e, r, loss in ((0, 0.5, 1.0 * s), (9, 0.5 + 0.1 * s, scale * 0.01 * s))])
     times = pd.DataFrame({"model": ["DLGN"] * 3 + ["ReLU"] * 3, "seed": [1, 2, 3] * 2,
                           "fit ratio": [0.1, 0.3, np.nan, 0.2, 0.4, 0.6]}).set_index(["model", "seed"])
-    frozen = pd.DataFrame({"frozen-gate / model": {"DLGN": 5.0, "ReLU": 4.0}})
     rows = []
     for k, grow in (("dlgn", 0.5), ("relu", 0.2)):
-        for s in (1, 2):
+        for s in (1, 2, 3):
             for state, top in (("init", 0.1), ("trained", 0.1 + grow * s)):
                 rows += [{"dataset": relu.GATES, "model": k, "seed": s, "state": state, "layer": 1, "score": 0.05},
                          {"dataset": relu.GATES, "model": k, "seed": s, "state": state, "layer": 2, "score": top}]
     both = pd.DataFrame(rows)
-    got = relu.row_values("dlgn", steps, mixture, times, frozen, both)
-    assert got["R1"] == pytest.approx(0.5) and got["R2"] == pytest.approx(0.1) and got["R3"] == pytest.approx(0.1)
-    assert got["R4"] == pytest.approx(0.2) and got["R5'"] == 5.0
-    assert got["R6"] == pytest.approx(0.5 * 1.5)  # mean over seeds of the growth added by training
+    got = relu.row_checks("dlgn", steps, mixture, times, both, THRESHOLDS, depth=2)
+    # R1: per seed the mean over targets a and b: trained (d/2 + d/4) / 2 against d, summed over seeds
+    assert got["R1"].value == pytest.approx(sum(0.4 * s * 0.375 for s in (1, 2, 3)) / sum(0.4 * s for s in (1, 2, 3)))
+    assert got["R2"].value == pytest.approx(np.mean([0.1, 0.2, 0.3]))
+    assert got["R3"].value == pytest.approx(np.mean([0.1, 0.2, 0.3]))
+    assert got["R4"].value == pytest.approx(0.3) and got["R4"].estimate.statistic == "median"   # 0.1, 0.3, inf
+    assert got["R5'"].value == pytest.approx(10.0) and got["R5'"].init.value == pytest.approx(1.0)
+    assert got["R6"].value == pytest.approx(np.mean([0.5, 1.0, 1.5]))  # the growth training adds, per seed
+    assert got["R6"].name == "R6 odt: extra growth Δ of the gate-vector score, layer 1 → 2: DLGN"
+    # R4: a seed whose arcs never get there (inf) puts the median's interval up to inf: undecided
+    assert [c.outcome for c in got.values()] == [verdict.PASS] * 3 + [verdict.INCONCLUSIVE] + [verdict.PASS] * 2
+    with pytest.raises(verdict.RuleError):                       # a frozen net far worse already at init
+        relu.row_checks("dlgn", steps, mixture.assign(**{"loss rough": mixture["loss rough"] * np.where(
+            mixture["model"] == "dlgn_frozen", 10.0, 1.0)}), times, both, THRESHOLDS, depth=2)
 
 
 def test_gate_tables_hyperplanes_are_07s_normals_in_float64():
@@ -131,3 +191,33 @@ def test_boundary_figure_marks_every_switch(tiny_runs):
         assert drawn == n
     assert relu.boundary_slider(tiny_runs, 1, 256, "switches").children
     plt.close("all")
+
+
+def test_r6_without_a_score_at_init_is_undecided_never_a_pass_or_a_fail():
+    """A ReLU net whose deepest layer has fewer than two units with a varying gate at init has no
+    score there: its Δ is undefined, so R6 cannot be decided (seeds without it drop out first)."""
+    rows = []
+    for s in (1, 2, 3):
+        for state, top in (("init", np.nan if s < 3 else 0.1), ("trained", 0.9)):
+            rows += [{"dataset": relu.GATES, "model": "relu", "seed": s, "state": state, "layer": 1, "score": 0.0},
+                     {"dataset": relu.GATES, "model": "relu", "seed": s, "state": state, "layer": 2, "score": top}]
+    growth = relu.clusters_study.seed_growth(pd.DataFrame(rows), relu.GATES, "relu")["extra growth Δ"]
+    assert growth.isna().tolist() == [True, True, False] and growth.iloc[2] == pytest.approx(0.8)
+    steps = pd.DataFrame([{"model": "relu", "target": "a", "seed": s, "epoch": e, "switch distance": 1.0 - 0.5 * (e > 0),
+                           "centred": 0.1 * e} for s in (1, 2, 3) for e in (0, 1)])
+    mixture = pd.DataFrame([{"model": m, "target": "mixture", "seed": s, "epoch": e, "switch share rough": 0.5,
+                             "loss rough": (1.0 if e == 0 else (0.5 if m == "dlgn_frozen" else 0.01))}
+                            for m in ("relu", "dlgn_frozen") for s in (1, 2, 3) for e in (0, 1)])
+    times = pd.DataFrame({"model": ["ReLU"] * 3, "seed": [1, 2, 3], "fit ratio": [0.1, 0.2, 0.3]}).set_index(["model", "seed"])
+    got = relu.row_checks("relu", steps, mixture, times, pd.DataFrame(rows), THRESHOLDS, depth=2)
+    assert isinstance(got["R6"], verdict.UndecidedCheck) and got["R6"].outcome == verdict.INCONCLUSIVE
+    assert "2 of 3 seeds" in got["R6"].why
+    assert got["R6"].line().startswith("  [inconclusive] R6 odt: extra growth Δ of the gate-vector score, layer 1 → 2: "
+                                       "ReLU = nan  (threshold: >= 0.1; no value: 2 of 3 seeds")
+    assert relu.undecided_notes({"R6": {"relu": got["R6"], "dlgn": got["R1"]}}) == [f"R6, ReLU: no value: {got['R6'].why}"]
+    table = relu.comparison({row: {"dlgn": c, "relu": c} for row, c in got.items()}, THRESHOLDS)
+    assert table.loc["R6", "ReLU"] == "no value, inconclusive" and table.loc["R6", "reading"] == "DLGN undecided"
+    rows = [r for r in rows if not (r["seed"] == 1 and r["state"] == "init" and r["layer"] == 2)] + [
+        {"dataset": relu.GATES, "model": "relu", "seed": 1, "state": "init", "layer": 2, "score": 0.2}]
+    got = relu.row_checks("relu", steps, mixture, times, pd.DataFrame(rows), THRESHOLDS, depth=2)
+    assert got["R6"].estimate.n == 2 and "(1 of 3 seeds without a score left out)" in got["R6"].name

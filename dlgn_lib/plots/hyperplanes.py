@@ -44,7 +44,7 @@ def abs_cosine_grid(panels: Mapping[str, Sequence], *, method: str = "complete",
 
     Args:
         panels: row label (e.g. "DLGN trained") → per-layer (m_ℓ, d) arrays of normals; all rows
-            need the same number of layers.
+            need the same number of layers. A layer with no rows (m_ℓ = 0) gets an empty panel.
         method: linkage of the clustered order (``clusters.LINKAGES``).
     """
     labels = list(panels)
@@ -57,10 +57,15 @@ def abs_cosine_grid(panels: Mapping[str, Sequence], *, method: str = "complete",
     image = None
     for r, label in enumerate(labels):
         for layer, vectors in enumerate(panels[label]):
-            cos = clusters.abs_cosine_matrix(vectors)
-            order = clusters.clustered_order(cos, method=method, is_cos=True)
             ax = axes[r, layer]
-            image = heatmap(ax, cos[np.ix_(order, order)], vmin=0, vmax=1, cmap=COS_CMAP, square=True)
+            if len(vectors) == 0:      # e.g. gate vectors of a layer whose units all have constant gates
+                ax.set_xticks([])
+                ax.set_yticks([])
+                ax.text(0.5, 0.5, "no unit\nvaries", ha="center", va="center", transform=ax.transAxes)
+            else:
+                cos = clusters.abs_cosine_matrix(vectors)
+                order = clusters.clustered_order(cos, method=method, is_cos=True)
+                image = heatmap(ax, cos[np.ix_(order, order)], vmin=0, vmax=1, cmap=COS_CMAP, square=True)
             if r == 0:
                 ax.set_title(f"layer {layer + 1}")
             if layer == 0:

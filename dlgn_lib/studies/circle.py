@@ -60,18 +60,17 @@ def smooth_configs(cfg) -> dict[tuple, config.RunConfig]:
 
 
 def overlap_sizes(cfg) -> config.NotebookConfig:
-    """The sizes of notebook 06's runs: ``cfg`` itself in 06; in 08, 06's sizes as they were under
-    06's rule v2 (``config.CIRCLE_SIZES_V2``) with 08's seed, target seed and number of seeds."""
+    """The sizes of notebook 06's runs: ``cfg`` itself in 06; in 08, 06's sizes with 08's seed,
+    target seed and number of seeds."""
     if cfg.notebook == "06":
         return cfg
-    sizes = config.for_notebook("06", cfg.profile, seed=cfg.seed, n_seeds=cfg.n_seeds,
-                                **config.CIRCLE_SIZES_V2[cfg.profile])
+    sizes = config.for_notebook("06", cfg.profile, seed=cfg.seed, n_seeds=cfg.n_seeds)
     return dataclasses.replace(sizes, target_seed=cfg.target_seed)
 
 
 def overlap_configs(cfg) -> dict[tuple, config.RunConfig]:
-    """Notebook 06's runs (shared with 08), keyed (target, kind, seed): DLGN, ReLU net and
-    frozen-gate DLGN on every target. ``cfg``: notebook 06's or 08's sizes."""
+    """Notebook 06's runs (08 trains its own seeds with it), keyed (target, kind, seed): DLGN, ReLU
+    net and frozen-gate DLGN on every target. ``cfg``: notebook 06's or 08's sizes."""
     cfg = overlap_sizes(cfg)
     specs = circle_data(cfg)
     return {(target, kind, seed): cfg.run(specs[target], config.ModelSpec.make(kind, cfg.widths),

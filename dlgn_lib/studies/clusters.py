@@ -129,19 +129,28 @@ def extra_growth_table(table: pd.DataFrame, datasets: Sequence[str] = DATASETS,
                          for d in datasets for k in kinds])
 
 
+def _per_seed(table: pd.DataFrame, dataset: str, kind: str, state: str, value: str) -> pd.DataFrame:
+    return _rows(table, dataset, kind, state).pivot_table(index="seed", columns="layer", values=value, dropna=False)
+
+
+def seed_growth(table: pd.DataFrame, dataset: str, kind: str) -> pd.DataFrame:
+    """Per seed (rows, index ``seed``): growth ``s_L − s_1`` of the clustering score at init and
+    trained and Δ (trained − init), from a :func:`layer_tables` or ``compare.gate_layer_table``
+    table; NaN where a layer has no score (fewer than two units whose gate varies)."""
+    out = pd.DataFrame()
+    for state in STATES:
+        score = _per_seed(table, dataset, kind, state, "score")
+        out[f"growth {state}"] = score[score.columns.max()] - score[score.columns.min()]
+    out["extra growth Δ"] = out["growth trained"] - out["growth init"]
+    return out
+
+
 def seed_values(table: pd.DataFrame, dataset: str, kind: str) -> pd.DataFrame:
     """Per seed (rows, index ``seed``): growth ``s_L − s_1`` at init and trained, Δ (trained − init)
     and the deepest layer's effective directions at init and trained, from a :func:`layer_tables` table."""
-    def per_seed(state: str, value: str) -> pd.DataFrame:
-        return _rows(table, dataset, kind, state).pivot_table(index="seed", columns="layer", values=value)
-
-    out = pd.DataFrame()
+    out = seed_growth(table, dataset, kind)
     for state in STATES:
-        score = per_seed(state, "score")
-        out[f"growth {state}"] = score[score.columns.max()] - score[score.columns.min()]
-    out["extra growth Δ"] = out["growth trained"] - out["growth init"]
-    for state in STATES:
-        n_eff = per_seed(state, "n_directions")
+        n_eff = _per_seed(table, dataset, kind, state, "n_directions")
         out[f"n_eff layer L {state}"] = n_eff[n_eff.columns.max()]
     return out
 

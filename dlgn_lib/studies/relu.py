@@ -1,12 +1,14 @@
-"""Notebook 08: the ReLU net beside the DLGN (claim C7), on notebook 06's circle runs
-(``studies.circle.overlap_configs``) and notebook 07's odt runs (``studies.clusters.run_configs``).
+"""Notebook 08: the ReLU net beside the DLGN (claim C7), on its own runs at the sizes of notebook
+06's circle runs (``studies.circle.overlap_configs``) and notebook 07's odt runs
+(``studies.clusters.run_configs``).
 
-- **Runs**: ``odt_sizes``, ``odt_configs`` (07's function, so 08 reads 07's cache entries).
+- **Runs**: ``odt_sizes``, ``odt_configs`` (07's function and sizes, 08's seeds).
 - **Switch measurements** (``measure_table``): 06's kernel and per-arc numbers of every snapshot,
   and for the DLGN and the ReLU net the gate switch angles (``compare.switch_metrics``).
 - **Boundary figure** (``boundary_figure``, ``boundary_slider``): outputs and switch angles.
-- **Comparison rows** R1–R6 (``row_values``, ``comparison``, ``agreement``): each row's number for
-  both models, its criterion, and whether both, one or neither show the effect.
+- **Comparison rows** R1–R6 (rule v3: ``row_checks``, ``comparison``, ``c7_checks``): each row
+  for both models as a statistic over seeds with its 90 % interval and three outcomes, the
+  side-by-side table, and C7's two checks, which count the rows by their outcomes.
 """
 from __future__ import annotations
 
@@ -36,16 +38,24 @@ ROWS = (("R1", "boundaries settle on the jumps", "steps: switch distance, traine
         ("R4", "smooth arc fitted first", "mixture: median smooth / rough epochs to 10% of initial loss", "<"),
         ("R5'", "learned features fit the rough arc", "mixture: frozen-gate DLGN / model final rough-arc loss", ">="),
         ("R6", "later layers cluster", "odt: extra growth Δ of the gate-vector score, layer 1 → {depth}", ">="))
-VERDICT_WORDS = {(True, True): "alike", (True, False): "ReLU differs", (False, True): "ReLU only",
-                 (False, False): "neither"}
+#: A row's reading from the two models' outcomes (pass: shows the effect; fail: does not;
+#: inconclusive: the interval straddles the bar).
+VERDICT_WORDS = {(verdict.PASS, verdict.PASS): "alike", (verdict.PASS, verdict.FAIL): "ReLU differs",
+                 (verdict.FAIL, verdict.PASS): "ReLU only", (verdict.FAIL, verdict.FAIL): "neither"}
+
+
+def row_word(dlgn: str, relu: str) -> str:
+    """"alike", "ReLU differs", "ReLU only", "neither", or which model's row is undecided."""
+    if verdict.INCONCLUSIVE in (dlgn, relu):
+        return "DLGN undecided" if dlgn == verdict.INCONCLUSIVE else "ReLU undecided"
+    return VERDICT_WORDS[dlgn, relu]
 
 
 # --------------------------------------------------------------------------- runs
 
 def odt_sizes(cfg) -> config.NotebookConfig:
-    """Notebook 07's sizes as they were under 07's rule v2 (``config.CLUSTER_SIZES_V2``), under 08's
-    profile and seed: the odt runs of 08's rule."""
-    return config.for_notebook("07", cfg.profile, seed=cfg.seed, **config.CLUSTER_SIZES_V2[cfg.profile])
+    """Notebook 07's sizes under 08's profile and seed: the sizes of 08's odt runs."""
+    return config.for_notebook("07", cfg.profile, seed=cfg.seed)
 
 
 def odt_configs(cfg) -> dict:
@@ -70,13 +80,6 @@ def measure_table(runs: Mapping[tuple, object], n_grid: int) -> pd.DataFrame:
     with_switches = measure(n_grid)
     measures = {key: with_switches if key[1] in KINDS else circle.overlap_metrics for key in runs}
     return circle_study.snapshot_tables(runs, measures, ["target", "model", "seed"])
-
-
-def change(frame: pd.DataFrame, column: str, kind: str, how: str = "difference") -> float:
-    """Mean over runs (targets and seeds) at the last epoch against epoch 0: their difference or their ratio."""
-    part = frame[frame["model"] == kind]
-    first, final = part[part["epoch"] == 0][column].mean(), part[part["epoch"] == part["epoch"].max()][column].mean()
-    return float(final / first if how == "ratio" else final - first)
 
 
 # --------------------------------------------------------------------------- the boundary figure
@@ -150,36 +153,100 @@ def layer_summary(both: pd.DataFrame) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- comparison rows
 
-def row_values(kind: str, steps: pd.DataFrame, mixture: pd.DataFrame, times: pd.DataFrame,
-               frozen: pd.DataFrame, both: pd.DataFrame) -> dict[str, float]:
-    """Rows R1–R6 for one model kind: switch distance ratio and rough-arc share rise, the rise of
-    the centred alignment, the median fit-time ratio, the frozen-gate loss ratio, and the extra
-    growth of the gate-vector score."""
+def seed_end_pairs(frame: pd.DataFrame, column: str, kind: str) -> np.ndarray:
+    """Per seed, (mean at the last snapshot, mean at init) of ``column`` over the seed's runs of
+    ``kind`` in ``frame`` (one run per target); one row per seed, seeds in order. R1 takes the
+    ratio of their means (``intervals.bootstrap(..., "ratio of means")``)."""
+    mine = frame[frame["model"] == kind].sort_values("epoch")
+    ends = mine.groupby(["seed", "target"], sort=True)[column].agg(["last", "first"])
+    return ends.groupby(level="seed").mean()[["last", "first"]].to_numpy(dtype=float)
+
+
+def seed_changes(frame: pd.DataFrame, column: str, kind: str) -> np.ndarray:
+    """Per seed, the mean over the seed's runs of ``kind`` of ``column`` at the last snapshot minus
+    at init; seeds in order."""
+    pairs = seed_end_pairs(frame, column, kind)
+    return pairs[:, 0] - pairs[:, 1]
+
+
+def row_checks(kind: str, steps: pd.DataFrame, mixture: pd.DataFrame, times: pd.DataFrame, both: pd.DataFrame,
+               thresholds: Mapping[str, float], depth: int) -> dict:
+    """Rule v3's rows R1–R6 for one model kind, each a statistic over seeds with its 90 % interval
+    (``verdict.seed_check``): R1 the ratio of means of the switch distance trained / init (steps
+    runs in ``steps``: the agreeing ones), R2 the rise of the rough arc's switch share, R3 the rise
+    of the centred alignment (06's K1), R4 the median fit-time ratio (06's K2), R5' the frozen-gate
+    / model final rough-arc loss as a ratio of means held against init (06's K3; ``mixture`` must
+    hold the frozen-gate runs), R6 the extra growth Δ of the gate-vector score (seeds whose layers
+    have no score drop out; with fewer than two seeds left the row has no value and is undecided,
+    ``verdict.undecided_check``). Returns ``{row: SeedCheck}``."""
     name = MODEL_NAMES[kind]
-    return {"R1": change(steps, "switch distance", kind, "ratio"),
-            "R2": change(mixture, "switch share rough", kind),
-            "R3": change(steps, "centred", kind),
-            "R4": float(times.loc[name, "fit ratio"].median()),
-            "R5'": float(frozen.loc[name, "frozen-gate / model"]),
-            "R6": clusters_study.extra_growth(both, GATES, kind)}
+    label = {row: f"{row} {metric.format(depth=depth)}: {name}" for row, _, metric, _ in ROWS}
+    op = {row: o for row, _, _, o in ROWS}
+    growth = clusters_study.seed_growth(both, GATES, kind)["extra growth Δ"]
+    defined = growth.dropna()
+    if len(defined) >= 2:
+        r6 = verdict.seed_check(label["R6"] + (f" ({len(growth) - len(defined)} of {len(growth)} seeds without a "
+                                               "score left out)" if len(defined) < len(growth) else ""),
+                                defined.to_numpy(), op["R6"], thresholds["R6"])
+    else:
+        r6 = verdict.undecided_check(label["R6"], op["R6"], thresholds["R6"],
+                                     f"{len(growth) - len(defined)} of {len(growth)} seeds have a layer with fewer "
+                                     "than two units whose gate varies, at init or trained, so no score")
+    return {
+        "R1": verdict.seed_check(label["R1"], seed_end_pairs(steps, "switch distance", kind), op["R1"],
+                                 thresholds["R1"], statistic="ratio of means"),
+        "R2": verdict.seed_check(label["R2"], seed_changes(mixture, "switch share rough", kind), op["R2"],
+                                 thresholds["R2"]),
+        "R3": verdict.seed_check(label["R3"], circle_study.seed_rises(circle_study.alignment_rises(steps), kind)["rise"],
+                                 op["R3"], thresholds["R3"]),
+        "R4": verdict.seed_check(label["R4"], circle_study.seed_ratios(times, name, "fit"), op["R4"], thresholds["R4"],
+                                 statistic="median"),
+        "R5'": verdict.seed_check(label["R5'"], circle_study.frozen_pairs(mixture, kind, "last"), op["R5'"],
+                                  thresholds["R5'"], statistic="ratio of means",
+                                  init=circle_study.frozen_pairs(mixture, kind, "first")),
+        "R6": r6,
+    }
 
 
-def comparison(values: Mapping[str, Mapping[str, float]], thresholds: Mapping[str, float],
-               depth: int) -> tuple[dict, pd.DataFrame]:
-    """The checks of every row and model (``values[kind][row]``), and the side-by-side table."""
-    checks, lines = {}, []
-    for row, analysis, metric, op in ROWS:
-        metric = metric.format(depth=depth)
-        checks[row] = {k: verdict.check(f"{row} {metric}: {MODEL_NAMES[k]}", values[k][row], op, thresholds[row])
-                       for k in KINDS}
-        lines.append({"row": row, "analysis": analysis,
-                      **{MODEL_NAMES[k]: verdict.format_number(c.value) for k, c in checks[row].items()},
-                      "criterion": f"{op} {verdict.format_number(thresholds[row])}",
-                      "verdict": VERDICT_WORDS[checks[row]["dlgn"].passed, checks[row]["relu"].passed]})
-    return checks, pd.DataFrame(lines).set_index("row")
+def comparison(checks: Mapping[str, Mapping[str, object]], thresholds: Mapping[str, float]) -> pd.DataFrame:
+    """The side-by-side table of ``checks[row][kind]`` (``row_checks``): per row, each model's value
+    with its 90 % interval and outcome, the seeds it is over, the criterion, and the row's reading
+    (``row_word``)."""
+    def cell(c) -> str:
+        e, f = c.estimate, verdict.format_number
+        if isinstance(c, verdict.UndecidedCheck):
+            return f"no value, {verdict.MARKS[c.outcome]}"
+        return f"{f(e.value)} [{f(e.low)}, {f(e.high)}] {verdict.MARKS[c.outcome]}"
+
+    def seeds(row: str) -> str:
+        return " / ".join(dict.fromkeys(str(checks[row][k].estimate.n) for k in KINDS))
+
+    lines = [{"row": row, "analysis": analysis, **{MODEL_NAMES[k]: cell(checks[row][k]) for k in KINDS},
+              "seeds": seeds(row), "criterion": f"{op} {verdict.format_number(thresholds[row])}",
+              "reading": row_word(checks[row]["dlgn"].outcome, checks[row]["relu"].outcome)}
+             for row, analysis, _, op in ROWS]
+    return pd.DataFrame(lines).set_index("row")
 
 
-def agreement(checks: Mapping[str, Mapping]) -> tuple[list[str], list[str]]:
-    """The rows where the DLGN shows the effect, and those of them where the ReLU net does too."""
-    dlgn_rows = [row for row, pair in checks.items() if pair["dlgn"].passed]
-    return dlgn_rows, [row for row in dlgn_rows if checks[row]["relu"].passed]
+def undecided_notes(checks: Mapping[str, Mapping[str, object]]) -> list[str]:
+    """Why a row has no value for a model (``verdict.UndecidedCheck``), one line each."""
+    return [f"{row}, {MODEL_NAMES[k]}: no value: {c.why}" for row, pair in checks.items()
+            for k, c in pair.items() if isinstance(c, verdict.UndecidedCheck)]
+
+
+def c7_checks(checks: Mapping[str, Mapping[str, object]], min_dlgn_rows: int) -> list:
+    """C7's two checks (rule v3), counting the rows by their outcomes: (1) rows where the DLGN shows
+    the effect >= ``min_dlgn_rows`` (undecided DLGN rows might count); (2) rows where the DLGN shows
+    it and the ReLU net does not <= 0 (undecided ReLU rows might count)."""
+    shown = [row for row, pair in checks.items() if pair["dlgn"].outcome == verdict.PASS]
+    open_rows = [row for row, pair in checks.items() if pair["dlgn"].outcome == verdict.INCONCLUSIVE]
+    differs = [row for row in shown if checks[row]["relu"].outcome == verdict.FAIL]
+    undecided = [row for row in shown if checks[row]["relu"].outcome == verdict.INCONCLUSIVE]
+
+    def rows(names) -> str:
+        return ", ".join(names) or "none"
+
+    return [verdict.row_count_check(f"rows where the DLGN shows the effect ({rows(shown)}; undecided: {rows(open_rows)})",
+                                    len(shown), len(open_rows), ">=", min_dlgn_rows),
+            verdict.row_count_check(f"of those, rows where the ReLU net does not ({rows(differs)}; undecided: "
+                                    f"{rows(undecided)})", len(differs), len(undecided), "<=", 0)]
