@@ -426,10 +426,10 @@ def verdicts_by_notebook_table(data: dict[str, Measured]) -> str:
             verdicts = m.quick if profile == "quick" else m.full
             if verdicts is None:
                 return "not run"
-            cells = [f"{v.claim}: {v.short()}" for v in verdicts if v.claim in claims]
             if profile == "full" and not full_is_current(m):
                 return f"no run under rules v{current_rule(n)} yet"
-            return "<br>".join(cells) + ("" if profile == "quick" else f" (rules v{current_rule(n)})")
+            cells = "<br>".join(f"{v.claim}: {v.short()}" for v in verdicts if v.claim in claims)
+            return cells + ("" if profile == "quick" else f" (rules v{current_rule(n)})")
         earlier = "<br>".join(_earlier_label(e) for e in history.get(n, [])) or "—"
         rows.append(f"| {n} | {_escape(now('quick'))} | {_escape(now('full'))} | {_escape(earlier)} |")
     return "\n".join(rows)
