@@ -713,12 +713,36 @@ def steps_effects(run, n_rotations: int = N_ROTATIONS) -> dict[str, float]:
                               - excess(init, "tolerant share", "rotated tolerant share"))}
 
 
-def _mixture_row(model, dataset) -> dict[str, float]:
+def _loss_row(model, dataset) -> dict[str, float]:
     arcs = target_arcs(dataset)
-    row = {f"loss {name}": value for name, value in
-           arc_losses(model, dataset.meta["theta_train"], dataset.y_train, arcs, dataset.task).items()}
-    row.update({f"soft path mass {name}": value for name, value in soft_path_mass_density(model, arcs).items()})
+    return {f"loss {name}": value for name, value in
+            arc_losses(model, dataset.meta["theta_train"], dataset.y_train, arcs, dataset.task).items()}
+
+
+def _mixture_row(model, dataset) -> dict[str, float]:
+    row = _loss_row(model, dataset)
+    row.update({f"soft path mass {name}": value
+                for name, value in soft_path_mass_density(model, target_arcs(dataset)).items()})
     return row
+
+
+def lead(smooth: float, rough: float) -> float:
+    """log(rough / smooth) of two epochs: positive when the smooth arc comes first; ±inf when one
+    arc never gets there (its epoch inf), NaN when neither does."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.log(np.float64(rough) / np.float64(smooth)))
+
+
+def _fit_lead(table: pd.DataFrame, fit_fraction: float) -> float:
+    fit = {arc: epochs_to_fraction_of_initial(table["epoch"], table[f"loss {arc}"], fit_fraction)
+           for arc in ("smooth", "rough")}
+    return lead(fit["smooth"], fit["rough"])
+
+
+def fit_lead(run, fit_fraction: float = 0.1) -> float:
+    """One mixture run of any model (DLGN or ReLU net): log(rough / smooth epochs to
+    ``fit_fraction`` of the arc's initial loss), over the run's snapshots (:func:`lead`)."""
+    return _fit_lead(snapshot_table(run, _loss_row), fit_fraction)
 
 
 def mixture_effects(run, fit_fraction: float = 0.1, rise_fraction: float = 0.5) -> dict[str, float]:
@@ -727,11 +751,6 @@ def mixture_effects(run, fit_fraction: float = 0.1, rise_fraction: float = 0.5) 
     ``mass lead`` = log(rough / smooth :func:`sustained_rise_epoch` of the soft-gate path mass).
     An arc that never gets there is infinitely late (±inf; NaN when neither does)."""
     table = snapshot_table(run, _mixture_row)
-    epochs = table["epoch"]
-
-    def lead(smooth, rough):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return float(np.log(np.float64(rough) / np.float64(smooth)))
-    fit = {arc: epochs_to_fraction_of_initial(epochs, table[f"loss {arc}"], fit_fraction) for arc in ("smooth", "rough")}
-    mass = {arc: sustained_rise_epoch(epochs, table[f"soft path mass {arc}"], rise_fraction) for arc in ("smooth", "rough")}
-    return {"fit lead": lead(fit["smooth"], fit["rough"]), "mass lead": lead(mass["smooth"], mass["rough"])}
+    mass = {arc: sustained_rise_epoch(table["epoch"], table[f"soft path mass {arc}"], rise_fraction)
+            for arc in ("smooth", "rough")}
+    return {"fit lead": _fit_lead(table, fit_fraction), "mass lead": lead(mass["smooth"], mass["rough"])}

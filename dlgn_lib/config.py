@@ -371,7 +371,7 @@ SIZE_KEYS = frozenset({
     "n", "n_train", "n_seeds", "odt_seeds", "epochs", "odt_epochs", "conv_epochs", "n_snapshots", "eval_every",
     "n_check", "n_cos_inputs", "n_paths_shown", "n_grid", "n_rotations", "n_relu_points", "fmnist_per_class",
     "cifar_sizes", "widths", "fmnist_widths", "odt_widths", "conv_channels", "report_sets", "odt_sets",
-    "n_trains", "steps_targets", "mixture_targets",
+    "n_trains", "steps_targets", "mixture_targets", "c6_points", "c6_widths", "c6_epochs", "c7_widths",
 })
 #: What ``quick`` is, per notebook (rules v3, reconstruction §8.1): "miniature" (same depth, models,
 #: data kind, estimator and rule as full; only SIZE_KEYS differ), "smoke test" (quick prints its
@@ -489,12 +489,20 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
         # (so the map's registered cells share 05's v2 runs); the grid: n_trains × inits × betas × gate biases ×
         # targets ("default" or k: the random target of seed TARGET_SEED + k), `n_seeds` seeds each.
         # n_rotations: rotations of the random-rotation baselines.
+        # C6 map on SD-I (07's data, learning rate and batch size): c6_points points (None: all
+        # 40,000) × c6_widths × inits × c6_depths gating layers, c6_epochs epochs.
+        # C7 map on the circle: the ReLU net and the DLGN × inits × c7_widths (3 layers) × the C5
+        # grid's targets at its first n_train; n_grid angles locate the gate switches (08's grid).
         "quick": dict(widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30, eval_every=10, n_seeds=5,
                       n_trains=(256,), inits=("group", "he"), betas=(4.0, 10.0, 30.0), biases=(False, True),
-                      steps_targets=("default", 0), mixture_targets=(0,), n_rotations=180),
+                      steps_targets=("default", 0), mixture_targets=(0,), n_rotations=180,
+                      c6_points=(4000,), c6_widths=(32,), c6_depths=(2, 4, 6), c6_epochs=60, c6_lr=1e-3,
+                      c6_batch_size=256, c7_widths=(16,), n_grid=4096),
         "full": dict(widths=(16, 16, 16), epochs=400, lr=1e-2, n_snapshots=30, eval_every=10, n_seeds=5,
                      n_trains=(256, 1024), inits=("group", "he"), betas=(4.0, 10.0, 30.0), biases=(False, True),
-                     steps_targets=("default", 0, 1, 2), mixture_targets=("default", 0), n_rotations=360),
+                     steps_targets=("default", 0, 1, 2), mixture_targets=("default", 0), n_rotations=360,
+                     c6_points=(4000, None), c6_widths=(32, 64), c6_depths=(2, 4, 6), c6_epochs=100, c6_lr=1e-3,
+                     c6_batch_size=256, c7_widths=(16, 64), n_grid=16384),
     },
     "09": {
         # Fashion-MNIST: images per class for training, validation and test (all of them: 5,400 /

@@ -52,8 +52,8 @@ CLAIMS = (
     ("C4", "a global picture of every feature, unlike local saliency maps", ("04",)),
     ("C5", "half-spaces settle on the smooth parts of the target; simpler regions get paths first",
      ("05", "06", "10", "11")),
-    ("C6", "later-layer neurons are half-spaces too, but training makes them cluster", ("07",)),
-    ("C7", "ReLU networks learn features the same way (hypothesis)", ("06", "08", "10")),
+    ("C6", "later-layer neurons are half-spaces too, but training makes them cluster", ("07", "11")),
+    ("C7", "ReLU networks learn features the same way (hypothesis)", ("06", "08", "10", "11")),
     ("T", "benchmarks against ReLU, DLN and frozen-gate baselines", ("09",)),
 )
 #: Each claim in a few words, for the short table of bottom lines that opens README and the book.
@@ -79,7 +79,7 @@ LIVE = {
     "08": "panel: switch angles × epoch; slider: gate-vector matrices",
     "09": "— (table with provenance)",
     "10": "slider: units × tree nodes over passes",
-    "11": "— (maps of effects)",
+    "11": "— (maps of effects: C5, C6, C7)",
 }
 
 #: How the recorded ``full`` run was made (the record's ``note`` adds what was cached).

@@ -12,7 +12,7 @@ with 5 seeds the smallest possible p is 1/32 ≈ 0.031 (all five positive).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -60,4 +60,33 @@ def effect_table(frame: pd.DataFrame, factors: Sequence[str], effect: str, *, se
                      "median": float(np.nanmedian(values)) if (~np.isnan(values)).any() else math.nan,
                      "positive": int((values > 0).sum()), "n": int(len(values)), "p": p,
                      "significant": p <= ALPHA})
+    return pd.DataFrame(rows)
+
+
+def summary_table(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per effect (``tables``: effect name → ``effect_table`` output): its number of cells, of cells
+    with p ≤ ``ALPHA``, and of cells whose median points the claimed way (> 0) or against it (< 0)."""
+    return pd.DataFrame([{"effect": name, "cells": len(t), f"significant (p ≤ {ALPHA:g})": int(t["significant"].sum()),
+                          "median > 0": int((t["median"] > 0).sum()), "median < 0": int((t["median"] < 0).sum())}
+                         for name, t in tables.items()])
+
+
+def significant_shares(tables: Mapping[str, pd.DataFrame], factor: str) -> pd.DataFrame:
+    """The share of significant cells per effect (rows) and level of ``factor`` (columns)."""
+    frame = pd.concat([t.assign(effect=name) for name, t in tables.items()])
+    return frame.groupby(["effect", factor], sort=False)["significant"].mean().unstack(factor)
+
+
+def agreement(tables: Mapping[str, pd.DataFrame], factor: str, first: str, second: str) -> pd.DataFrame:
+    """Side by side, per effect: over the cells that differ only in ``factor`` (e.g. the model), how
+    many are significant for both levels ``first`` and ``second``, for ``first`` only, for
+    ``second`` only, and for neither."""
+    rows = []
+    for name, t in tables.items():
+        others = [c for c in t.columns if c not in (factor, "median", "positive", "n", "p", "significant")]
+        pairs = t.pivot_table(index=others, columns=factor, values="significant", aggfunc="first")[[first, second]]
+        a, b = pairs[first].astype(bool), pairs[second].astype(bool)
+        rows.append({"effect": name, "cells": len(pairs), "both": int((a & b).sum()),
+                     f"{first} only": int((a & ~b).sum()), f"{second} only": int((~a & b).sum()),
+                     "neither": int((~a & ~b).sum())})
     return pd.DataFrame(rows)

@@ -29,6 +29,13 @@ def _labels(table: pd.DataFrame, factors: Sequence[str]) -> pd.Series:
         lambda row: ", ".join(f"{FACTOR_NAMES.get(f, f)} {show(v)}" for f, v in row.items()), axis=1)
 
 
+def _varying(table: pd.DataFrame, factors: Sequence[str]) -> list[str]:
+    """The factors that take more than one value in ``table``; the first one if none does (a
+    heatmap's axis needs a label). The others are shown once, in the panel's title."""
+    varying = [f for f in factors if table[f].nunique(dropna=False) > 1]
+    return varying or list(factors[:1])
+
+
 def effect_heatmaps(tables: Mapping[str, pd.DataFrame], rows: Sequence[str], cols: Sequence[str], *,
                     registered: Mapping | None = None, title: str = "") -> plt.Figure:
     """One heatmap per effect (``tables``: effect name → ``effect_table`` output), one above another.
@@ -36,13 +43,18 @@ def effect_heatmaps(tables: Mapping[str, pd.DataFrame], rows: Sequence[str], col
     Args:
         rows, cols: the factor columns whose combinations form the heatmap's rows and columns.
         registered: factor → value (or list of values) of the registered cells, framed in black.
+
+    A factor with one value in a table labels no row or column: it is named once in the panel's
+    title.
     """
     first = next(iter(tables.values()))
     n_rows, n_cols = len(first.groupby(list(rows))), len(first.groupby(list(cols)))
-    fig, axes = plt.subplots(len(tables), 1, figsize=(2.6 + 0.8 * n_cols, len(tables) * (1.6 + 0.5 * n_rows)),
-                             squeeze=False, constrained_layout=True)
+    col_chars = max(len(label) for label in _labels(first, _varying(first, cols)))
+    fig, axes = plt.subplots(len(tables), 1, squeeze=False, constrained_layout=True,
+                             figsize=(2.6 + 0.8 * n_cols, len(tables) * (1.2 + 0.5 * n_rows + 0.075 * col_chars)))
     for ax, (name, table) in zip(axes[:, 0], tables.items()):
-        frame = table.assign(_row=_labels(table, rows), _col=_labels(table, cols))
+        fixed = [f for f in [*rows, *cols] if f not in _varying(table, rows) + _varying(table, cols)]
+        frame = table.assign(_row=_labels(table, _varying(table, rows)), _col=_labels(table, _varying(table, cols)))
         median = frame.pivot(index="_row", columns="_col", values="median").loc[
             list(dict.fromkeys(frame["_row"])), list(dict.fromkeys(frame["_col"]))]
         def shown(m):
@@ -60,7 +72,7 @@ def effect_heatmaps(tables: Mapping[str, pd.DataFrame], rows: Sequence[str], col
             sns.heatmap(median, ax=ax, cmap="RdBu", center=0.0, vmin=-limit, vmax=limit,
                         annot=annot.to_numpy(), fmt="", annot_kws={"fontsize": 7}, cbar_kws={"shrink": 0.8, "label": "median over seeds\n(blue: the claimed way)"},
                         linewidths=0.5, linecolor="white")
-        ax.set_title(name, fontsize=9)
+        ax.set_title(name + (f"  ({_labels(table.iloc[:1], fixed).iloc[0]})" if fixed else ""), fontsize=9)
         ax.set_xlabel("")
         ax.set_ylabel("")
         ax.tick_params(labelsize=7)
