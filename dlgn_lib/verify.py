@@ -322,7 +322,8 @@ def _error_of(path: Path) -> str | None:
 
 def _check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool | str]]:
     """Each printed check's outcome under each code path (check name -> variant -> outcome): True or
-    False for a check with one number, "pass", "fail" or "inconclusive" for a check over seeds."""
+    False for a check with one number, "pass", "fail" or "inconclusive" for a check over seeds and
+    for any check printed inconclusive (a count of rows with undecided ones, rules v3)."""
     from dlgn_lib import report
     outcomes: dict[str, dict[str, bool]] = {}
     for name, path in copies.items():
@@ -330,7 +331,8 @@ def _check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool | st
             continue
         for v in report.verdicts_of(nbformat.read(path, as_version=4)):
             for check in v.checks:
-                outcomes.setdefault(check.name, {})[name] = check.passed if check.low is None else check.outcome
+                three_valued = check.low is not None or check.outcome == "inconclusive"
+                outcomes.setdefault(check.name, {})[name] = check.outcome if three_valued else check.passed
     return outcomes
 
 

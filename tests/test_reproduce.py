@@ -275,3 +275,22 @@ def test_a_machine_is_listed_once_with_the_notebooks_it_measured():
     assert [m["label"] for m in again] == ["A", label] and again[1]["notebooks"] == ["05", "06", "08"]
     assert "notebooks" not in verify.with_machine(first, new, None)[1]     # then it measured them all
     assert first[1]["notebooks"] == ["05"]                                  # the input is not changed
+
+
+def test_check_outcomes_keep_inconclusive_for_a_count_without_an_interval(tmp_path):
+    """A row-count check (08, rules v3) prints no interval but may be inconclusive: the spread record
+    stores "inconclusive", not False; a one-number check stays True / False."""
+    import nbformat
+    from dlgn_lib import verify
+    lines = ["  [pass] rows where the DLGN shows the effect (R1) = 5  (threshold: >= 4; counted from the rows' "
+             "outcomes, 5 to 5 with the undecided rows)",
+             "  [inconclusive] of those, rows where the ReLU net does not (none; undecided: R6) = 0  (threshold: <= 0; "
+             "counted from the rows' outcomes, 0 to 1 with the undecided rows)",
+             "VERDICT C7 [quick]: INCONCLUSIVE (1 of 2 checks pass, 0 fail, 1 inconclusive)"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "x", outputs=[nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n")])])
+    path = tmp_path / "08_x.ipynb"
+    nbformat.write(nb, path)
+    outcomes = verify._check_outcomes({"pinned": path})
+    assert outcomes["of those, rows where the ReLU net does not (none; undecided: R6)"] == {"pinned": "inconclusive"}
+    assert outcomes["rows where the DLGN shows the effect (R1)"] == {"pinned": True}
