@@ -7,7 +7,8 @@
 #                                 processes (default: one per core)
 #   make test                     library tests (test-library), then nbval on the committed
 #                                 notebooks (test-notebooks: words exactly, numbers within the
-#                                 tolerances of docs/spread.json)
+#                                 tolerances of docs/spread.json; NBVAL_WORKERS=2 notebooks at a
+#                                 time, NBVAL_WORKERS=0 one after another in this process)
 #   make verify [PROFILE=full]    re-run the series into build/verify and compare every verdict,
 #                                 number and figure with the record (notebooks/, figures/ untouched)
 #   make spread [ADD=1]           run the quick series under several CPU code paths and write
@@ -33,6 +34,8 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 PROFILE ?= quick
 WORKERS ?=
+# Notebooks nbval executes at a time (pytest-xdist; each kernel trains on one torch thread).
+NBVAL_WORKERS ?= 2
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.dlgn-installed.stamp
@@ -70,6 +73,8 @@ figures: check-profile venv data
 # Two runs, both must pass: the library tests (tests/, every subfolder included), then the
 # committed notebook outputs, compared by tests/nbval_tolerance.py: words exactly, numbers within
 # their measured tolerance. Figures go to build/test-figures, so that figures/ is never touched.
+# nbval runs NBVAL_WORKERS notebooks side by side (--dist loadscope keeps each notebook's cells in
+# order in one kernel); runs two notebooks share are trained once (the run cache locks each entry).
 # pytest's "no tests collected" (exit 5) counts as a failure.
 # Another CPU code path for the notebooks alone, e.g. (as .ci/run does):
 #   DLGN_NUMERICS=native make test-notebooks
@@ -83,7 +88,7 @@ test-notebooks: venv data
 	$(PY) -c 'import dlgn_lib; print(dlgn_lib.numerics.describe())'
 	DLGN_FIGURES_DIR=$(BUILD_DIR)/test-figures \
 	  $(PY) -m pytest -p tests.nbval_tolerance --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/nbval_sanitize.cfg notebooks/
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg -n $(NBVAL_WORKERS) --dist loadscope notebooks/
 
 verify: check-profile venv data
 	$(PY) -m dlgn_lib.series verify --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
