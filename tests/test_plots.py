@@ -123,6 +123,31 @@ def test_a_layer_without_units_gets_an_empty_panel_not_an_error():
 
 # --------------------------------------------------------------------------- keys and colour bars
 
+def test_heatmap_draws_what_seaborn_draws_without_drawing_the_figure(monkeypatch):
+    import seaborn as sns
+    rng = np.random.default_rng(1)
+    values = rng.uniform(size=(5, 7))
+    values[1, 2] = np.nan
+    fig, (mine, theirs) = plt.subplots(1, 2)
+    draws = []
+    monkeypatch.setattr(type(fig.canvas), "draw", lambda canvas, *a, **k: draws.append(1))
+    mesh = plots.heatmap(mine, values, vmin=0, vmax=1, cmap="magma", square=True)
+    assert draws == []                                   # seaborn draws the whole figure per call
+    sns.heatmap(values, ax=theirs, vmin=0, vmax=1, cmap="magma", cbar=False, square=True,
+                xticklabels=False, yticklabels=False, rasterized=True)
+    assert draws                                          # (which is what made grids slow)
+    reference = theirs.collections[0]
+    assert np.array_equal(np.ma.getmaskarray(mesh.get_array()), np.ma.getmaskarray(reference.get_array()))
+    assert np.ma.allequal(mesh.get_array(), reference.get_array())
+    assert mine.get_xlim() == theirs.get_xlim() and mine.get_ylim() == theirs.get_ylim() == (5.0, 0.0)
+    assert list(mine.get_xticks()) == list(theirs.get_xticks()) == []
+    assert list(mine.get_yticks()) == list(theirs.get_yticks()) == []
+    assert mine.get_aspect() == theirs.get_aspect() == 1.0
+    assert [s.get_visible() for s in mine.spines.values()] == [s.get_visible() for s in theirs.spines.values()]
+    assert (mesh.cmap.name, mesh.norm.vmin, mesh.norm.vmax, mesh.get_rasterized()) == \
+        (reference.cmap.name, reference.norm.vmin, reference.norm.vmax, reference.get_rasterized())
+
+
 def test_heatmaps_have_labelled_colour_bars():
     rng = np.random.default_rng(0)
     layers = [rng.normal(size=(6, 5)), rng.normal(size=(4, 5))]
