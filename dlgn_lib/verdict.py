@@ -278,10 +278,11 @@ def recorded_full(notebook: str | None, claim: str) -> str:
     for v in report._verdicts_from_record(entry) if entry else []:
         if v.claim == claim:
             counts = f"{v.n_pass} of {v.n_checks} checks pass"
-            if any(c.low is not None for c in v.checks):
+            rule, now = report.recorded_rule(entry.get("rule"), notebook), report.current_rule(notebook)
+            # rules v3 counts all three outcomes, also for checks without an interval (08's row counts)
+            if any(c.low is not None for c in v.checks) or (rule or 0) >= 3:
                 outcomes = [c.outcome for c in v.checks]
                 counts += f", {outcomes.count(FAIL)} fail, {outcomes.count(INCONCLUSIVE)} inconclusive"
-            rule, now = report.recorded_rule(entry.get("rule"), notebook), report.current_rule(notebook)
             stale = "" if rule == now else (f" under rule v{rule}" if rule is not None else " under an earlier rule")
             return f"{v.word} ({counts}){stale}" + (f"; no full run under rule v{now} yet" if stale else "")
     return "not recorded"
