@@ -470,6 +470,24 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
     return rows, reference
 
 
+_SUMMARY_LINE = re.compile(r"^(\d\d)_\S+\.ipynb\s+(\S+)\s+([0-9.]+)\s")
+
+
+def notebook_seconds(summary: str) -> dict[str, float]:
+    """The per-notebook times of a ``python -m dlgn_lib.series run`` summary table: id -> seconds."""
+    return {m.group(1): float(m.group(3)) for m in map(_SUMMARY_LINE.match, summary.splitlines()) if m}
+
+
+def series_note(times: dict[str, float], shown: int = 4) -> str:
+    """What a series row's wall time is made of: the notebooks' own times added up (two side by
+    side: the wall time cannot be under half of it) and the longest ones."""
+    if not times:
+        return ""
+    longest = sorted(times.items(), key=lambda kv: -kv[1])[:shown]
+    return (f"the {len(times)} notebooks' own times add to {sum(times.values()):,.0f} s; longest: "
+            + ", ".join(f"{nb} {t:,.0f} s" for nb, t in longest))
+
+
 def series_rows(say=print) -> list[Row]:
     """Wall time of ``python -m dlgn_lib.series run`` from a fresh run cache, then again (warm).
 
@@ -490,7 +508,8 @@ def series_rows(say=print) -> list[Row]:
             log = locations.build_dir() / f"bench_series_{state}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             log.write_text(done.stdout)
-            note = "" if done.returncode == 0 else f"series exited {done.returncode}: {done.stdout[-300:]!r}"
+            note = (series_note(notebook_seconds(done.stdout)) if done.returncode == 0
+                    else f"series exited {done.returncode}: {done.stdout[-300:]!r}")
             rows.append(Row(f"quick series wall time, {state} run cache", (seconds,),
                             ("<=", SERIES_TARGETS[state]), unit=" s", note=note))
     return rows

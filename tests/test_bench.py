@@ -95,3 +95,21 @@ def test_readme_table_is_the_record(tmp_path):
 def test_record_refuses_toy_sizes(build_dir):
     with pytest.raises(SystemExit):
         bench.main(["--tiny", "--record"])
+
+
+SUMMARY = """notebook              status  seconds  verdict
+--------------------  ------  -------  -------
+00_primer.ipynb       ok         32.4  —
+04_global.ipynb       ok        315.5  VERDICT C4 [quick]: NOT SUPPORTED (3 of 5 checks pass, 1 fail, 1 inconclusive)
+07_clusters.ipynb     failed    740.1  —
+10_nodes.ipynb        ok         37.1  SMOKE TEST C5 [quick] (quick cannot decide C5: 20 of 1,501 passes)
+notebooks: 4, ok: 3, failed: 1
+"""
+
+
+def test_series_note_adds_the_notebooks_times_from_the_summary_table():
+    times = bench.notebook_seconds(SUMMARY)
+    assert times == {"00": 32.4, "04": 315.5, "07": 740.1, "10": 37.1}
+    note = bench.series_note(times, shown=2)
+    assert note == "the 4 notebooks' own times add to 1,125 s; longest: 07 740 s, 04 316 s"
+    assert bench.series_note({}) == ""
