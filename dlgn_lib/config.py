@@ -461,8 +461,8 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "07": {
         # odt: the group's SD-I (dl.protocol.data_spec), odt_n_total None = all 40,000 points.
         # Rule v3: quick keeps full's depth (6 gating layers), learning rate and batch size.
-        "quick": dict(fmnist_per_class=(500, 100, 100), fmnist_widths=(64,) * 6,
-                      odt_n_total=None, odt_widths=(32,) * 6, epochs=60, lr=1e-3, batch_size=256,
+        "quick": dict(fmnist_per_class=(200, 100, 100), fmnist_widths=(64,) * 6,
+                      odt_n_total=None, odt_widths=(32,) * 6, epochs=30, lr=1e-3, batch_size=256,
                       n_snapshots=10, n_seeds=5),
         "full": dict(fmnist_per_class=(None, None, None), fmnist_widths=(128,) * 6,
                      odt_n_total=None, odt_widths=(64,) * 6, epochs=100, lr=1e-3, batch_size=256,
@@ -479,7 +479,7 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
         # The group's odt protocol (dl.protocol) on the data sets `sets` (checked) and
         # `report_sets` (reported only), `epochs` passes, `n_seeds` seeds from SEED, `n_snapshots`
         # log-spaced snapshots; a ReLU net's later layers are read at `n_relu_points` validation points.
-        "quick": dict(sets=("SD-I", "SD-II"), report_sets=(), epochs=60, n_seeds=5, n_snapshots=8,
+        "quick": dict(sets=("SD-I", "SD-II"), report_sets=(), epochs=20, n_seeds=5, n_snapshots=8,
                       n_relu_points=200),
         "full": dict(sets=("SD-I", "SD-II"), report_sets=("SD-III",), epochs=1501, n_seeds=5, n_snapshots=12,
                      n_relu_points=200),

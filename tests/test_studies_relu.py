@@ -18,7 +18,7 @@ def test_odt_configs_are_08s_hand_built_configs():
     widths 32 (quick) / 64 (full); the same configs 07 would build for those seeds, and none of
     07's registered seeds."""
     spec = protocol.data_spec("SD-I")
-    sizes = {"quick": dict(odt_widths=(32,) * 6, epochs=60, n_snapshots=10),
+    sizes = {"quick": dict(odt_widths=(32,) * 6, epochs=30, n_snapshots=10),
              "full": dict(odt_widths=(64,) * 6, epochs=100, n_snapshots=20)}
     for profile, size in sizes.items():
         cfg = config.for_notebook("08", profile, seed=6000)
