@@ -103,6 +103,7 @@ MODES = {
                   targets_apply=False),
 }
 SERIES_TARGETS = {"cold": 600.0, "warm": 120.0}   # seconds, reconstruction §6
+SERIES_ROW_NAMES = tuple(f"quick series wall time, {state} run cache" for state in SERIES_TARGETS)
 
 
 @dataclass(frozen=True)
@@ -631,7 +632,7 @@ def load_record(path: Path = RECORD) -> tuple[list[tuple[Row, int]], list[dict]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m dlgn_lib.bench [--quick | --tiny] [--series] [--device D]``.
+    """``python -m dlgn_lib.bench [--quick | --tiny] [--series | --series-only] [--device D]``.
 
     Torch runs on ``DLGN_NUM_THREADS`` threads (default 1, see ``dlgn_lib``), as in the series.
     """
@@ -641,6 +642,8 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--tiny", action="store_true", help="toy sizes, 1 repeat: checks the machinery only")
     parser.add_argument("--series", action="store_true",
                         help="also time the whole quick series, cold and warm run cache (about 10 min)")
+    parser.add_argument("--series-only", action="store_true",
+                        help="time only the quick series; with --record the other rows keep their recorded run")
     parser.add_argument("--device", default=None, help="torch device (default: CUDA when present, else CPU)")
     parser.add_argument("--record", action="store_true",
                         help=f"also write the rows into {locations.display_path(RECORD)} (the README's table)")
@@ -658,9 +661,14 @@ def main(argv: list[str] | None = None) -> int:
     if not sizes.targets_apply:
         head.append("toy sizes: the targets are for reconstruction §6's sizes and are not judged here")
     print("\n".join(head), flush=True)
-    rows, reference = measure(sizes, device, mode=name)
-    reference.append(f"load average at the end of the cheap rows (1, 5, 15 min): {load_average()}")
-    if args.series:
+    if args.series_only:   # the other rows, unmeasured: a record keeps their earlier entries
+        recorded = load_record(RECORD)[0] if RECORD.exists() else []
+        rows, reference = [Row(r.name, (), r.target, r.unit, r.note) for r, _ in recorded
+                           if r.name not in SERIES_ROW_NAMES], []
+    else:
+        rows, reference = measure(sizes, device, mode=name)
+        reference.append(f"load average at the end of the cheap rows (1, 5, 15 min): {load_average()}")
+    if args.series or args.series_only:
         rows += series_rows()
     else:
         rows += [Row(f"quick series wall time, {state} run cache", (), ("<=", t), unit=" s",

@@ -113,3 +113,24 @@ def test_series_note_adds_the_notebooks_times_from_the_summary_table():
     note = bench.series_note(times, shown=2)
     assert note == "the 4 notebooks' own times add to 1,125 s; longest: 07 740 s, 04 316 s"
     assert bench.series_note({}) == ""
+
+
+def test_series_only_records_the_series_rows_and_keeps_every_other_row_with_its_run(build_dir, tmp_path, monkeypatch):
+    path = tmp_path / "bench.json"
+    earlier = [bench.Row("a / b", (2.0, 3.0, 4.0), (">=", 3.0)),
+               bench.Row("quick series wall time, cold run cache", (900.0,), ("<=", 600.0), " s")]
+    bench.record_rows(earlier, ["ref line"], HEAD, path, date="2026-01-01")
+    monkeypatch.setattr(bench, "RECORD", path)
+    monkeypatch.setattr(bench, "measure", lambda *a, **k: pytest.fail("--series-only measured the other rows"))
+    timed = [bench.Row(f"quick series wall time, {state} run cache", (seconds,), ("<=", bench.SERIES_TARGETS[state]),
+                       " s", "the 12 notebooks' own times add to 1,000 s") for state, seconds in (("cold", 500.0),
+                                                                                          ("warm", 100.0))]
+    monkeypatch.setattr(bench, "series_rows", lambda: timed)
+    assert bench.main(["--series-only", "--record"]) == 0
+    rows, runs = bench.load_record(path)
+    by_name = {row.name: (row, runs[run]) for row, run in rows}
+    kept, kept_run = by_name["a / b"]
+    assert kept.values == (2.0, 3.0, 4.0) and kept_run["date"] == "2026-01-01" and kept_run["reference"] == ["ref line"]
+    for row in timed:
+        got, run = by_name[row.name]
+        assert got.values == row.values and got.note == row.note and run["date"] != "2026-01-01"
