@@ -565,11 +565,15 @@ def bench_table(rows, runs) -> str:
     for row, run in rows:
         cells = [_escape(row.name), *(_escape(c) for c in bench.row_cells(row))]
         lines.append("| " + " | ".join(cells) + " |" + (f" {run + 1} |" if several else ""))
+    notes = [f"- {row.name}: {row.note}" for row, _ in rows if row.note and row.values]
+    if notes:
+        lines += ["", "Notes of measured rows:", "", *notes]
     for i, run in enumerate(runs):
         label = f"Run {i + 1}" if several else "Measured"
         lines += ["", f"{label}: {run['date']}, `{run['command']}`, code {run['code_version']}, {run['cpu']}; "
-                  + "; ".join(run["machine"]) + ". Absolute numbers of the same run:", ""]
-        lines += [f"- {ref}" for ref in run["reference"]]
+                  + "; ".join(run["machine"]) + (". Absolute numbers of the same run:" if run["reference"] else ".")]
+        if run["reference"]:
+            lines += ["", *(f"- {ref}" for ref in run["reference"])]
     return "\n".join(lines)
 
 

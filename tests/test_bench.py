@@ -90,6 +90,13 @@ def test_readme_table_is_the_record(tmp_path):
     assert "| x \\| y | 1.5× | [1.25× – 2×] | ≤ 1.6× | yes |" in table
     assert "| none | 0.4× | (1 run) | — | — |" in table
     assert "2026-01-01" in table and "- ref line" in table
+    assert "Notes of measured rows" not in table
+    noted = tmp_path / "noted.json"
+    bench.record_rows([bench.Row("series", (630.0,), ("<=", 600.0), " s", "the 12 notebooks' own times add to 1,156 s"),
+                       bench.Row("not run", (), ("<=", 120.0), " s", "add --series")], [], HEAD, noted)
+    table = report.bench_table(*bench.load_record(noted))
+    assert "- series: the 12 notebooks' own times add to 1,156 s" in table and "- not run:" not in table
+    assert "Absolute numbers" not in table     # a run without reference lines promises none
 
 
 def test_record_refuses_toy_sizes(build_dir):
