@@ -58,7 +58,8 @@ def heatmap(ax, values, *, vmin: float, vmax: float, cmap: str, square: bool = F
     check its tick labels for overlap), which made a grid of n panels cost n whole-figure draws.
     """
     data = np.asarray(values, dtype=float)
-    mesh = ax.pcolormesh(np.ma.masked_where(np.isnan(data), data), cmap=cmap, vmin=vmin, vmax=vmax, rasterized=True, **options)
+    mesh = ax.pcolormesh(np.ma.masked_where(np.isnan(data), data), cmap=cmap, vmin=vmin, vmax=vmax,
+                         rasterized=True, **options)
     ax.set(xlim=(0, data.shape[1]), ylim=(0, data.shape[0]), xticks=[], yticks=[])
     ax.invert_yaxis()
     for spine in ax.spines.values():
