@@ -26,7 +26,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from . import paths
+from . import memo, paths
 from .models import GatedNet
 
 DEFAULT_CHUNK = 128  # inputs per pass: holds (chunk, m, d) gradients of one layer at a time
@@ -135,6 +135,19 @@ def cosine_table(model: GatedNet, x: torch.Tensor, /, chunk_size: int = DEFAULT_
             "n_zero": (n - s["count"]).cpu().numpy(),
             "active_share": (s["on"].double() / n).cpu().numpy()}))
     return pd.concat(frames, ignore_index=True)
+
+
+def cosine_tables(runs, keys, x: torch.Tensor, epoch: int | None = None, chunk_size: int = DEFAULT_CHUNK) -> pd.DataFrame:
+    """``cosine_table`` of the model at ``epoch`` (None: the last snapshot) of each ``runs[seed, kind]``
+    for the ``(seed, kind)`` pairs of ``keys``, in that order, in float64, with columns ``model``
+    (the kind) and ``seed``; one frame (kept in the analysis cache, ``dlgn_lib.memo``)."""
+    keys = [tuple(k) for k in keys]
+
+    def compute():
+        return pd.concat([cosine_table(runs[seed, kind].model_at(epoch).double(), x, chunk_size=chunk_size,
+                                       model=kind, seed=seed) for seed, kind in keys], ignore_index=True)
+    params = {"keys": [list(k) for k in keys], "x": memo.tensor_hash(x), "epoch": epoch, "chunk_size": chunk_size}
+    return memo.frame("saliency.cosine_tables", params, [runs[k] for k in keys], compute)
 
 
 def layer_summary(rows: pd.DataFrame) -> dict:

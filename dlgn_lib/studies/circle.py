@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import circle, config, data, fidelity, runs as runs_module, widgets
+from .. import circle, config, data, fidelity, memo, runs as runs_module, widgets
 from ..plots import MODEL_NAMES
 from ..plots import circle as circle_plots
 
@@ -163,11 +163,25 @@ def left_out_lines(checks: Mapping[tuple, fidelity.Fidelity], settings: Sequence
 def snapshot_tables(runs: Mapping[tuple, object], measure, columns: Sequence[str], epochs=None) -> pd.DataFrame:
     """``circle.snapshot_table`` of every run, keys as ``columns``, one frame. ``measure`` is one
     function or a callable ``measure(key)`` → function when given as a dict-like ``{key: fn}``;
-    ``epochs(run)`` picks the snapshots (default: all)."""
-    frames = [circle.snapshot_table(run, measure[key] if isinstance(measure, Mapping) else measure,
-                                    epochs=None if epochs is None else epochs(run), **dict(zip(columns, key)))
-              for key, run in runs.items()]
-    return pd.concat(frames, ignore_index=True)
+    ``epochs(run)`` picks the snapshots (default: all).
+
+    Kept in the analysis cache (:mod:`dlgn_lib.memo`) when every measure is a library function (or
+    a ``functools.partial`` of one); a lambda or a notebook's own function is measured every time.
+    """
+    measures = {key: measure[key] if isinstance(measure, Mapping) else measure for key in runs}
+    picked = {key: None if epochs is None else list(epochs(run)) for key, run in runs.items()}
+
+    def compute():
+        frames = [circle.snapshot_table(run, measures[key], epochs=picked[key], **dict(zip(columns, key)))
+                  for key, run in runs.items()]
+        return pd.concat(frames, ignore_index=True)
+
+    names = [memo.function_name(measures[key]) for key in runs]
+    if None in names:
+        return compute()
+    params = {"keys": [list(key) for key in runs], "columns": list(columns), "measures": names,
+              "epochs": [picked[key] for key in runs]}
+    return memo.frame("studies.circle.snapshot_tables", params, runs.values(), compute)
 
 
 def ends_of(run) -> list[int]:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import config, paths
+from .. import config, memo, paths
 
 # --------------------------------------------------------------------------- 00: soft and hard gates
 
@@ -291,6 +291,14 @@ def region_checks(run, x_uniform: torch.Tensor, x_data: torch.Tensor, box) -> di
             "disagreements": half_space_disagreements((run.model_at(e).double() for e in run.epochs), x_all),
             "worst area z": worst_area_z(final, x_uniform.double(), box),
             "tiling error": tiling_error(final, box)}
+
+
+def region_check_table(runs: Sequence, x_uniform: torch.Tensor, x_data: torch.Tensor, box) -> pd.DataFrame:
+    """``region_checks`` of every run, one row each (kept in the analysis cache, ``dlgn_lib.memo``)."""
+    runs = list(runs)
+    params = {"x_uniform": memo.tensor_hash(x_uniform), "x_data": memo.tensor_hash(x_data), "box": [float(b) for b in box]}
+    return memo.frame("studies.planes.region_check_table", params, runs,
+                      lambda: pd.DataFrame([region_checks(run, x_uniform, x_data, box) for run in runs]))
 
 
 def worst_region_checks(table: pd.DataFrame) -> dict:

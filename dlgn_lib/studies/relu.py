@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import circle, compare, config, data, verdict, widgets
+from .. import circle, compare, config, data, memo, verdict, widgets
 from ..plots import MODEL_COLORS, MODEL_NAMES
 from . import circle as circle_study
 from . import clusters as clusters_study
@@ -79,7 +79,8 @@ def measure_table(runs: Mapping[tuple, object], n_grid: int) -> pd.DataFrame:
     compared kinds, ``circle.overlap_metrics`` alone for the others."""
     with_switches = measure(n_grid)
     measures = {key: with_switches if key[1] in KINDS else circle.overlap_metrics for key in runs}
-    return circle_study.snapshot_tables(runs, measures, ["target", "model", "seed"])
+    return memo.frame("studies.relu.measure_table", {"keys": [list(key) for key in runs], "n_grid": n_grid},
+                      runs.values(), lambda: circle_study.snapshot_tables(runs, measures, ["target", "model", "seed"]))
 
 
 # --------------------------------------------------------------------------- the boundary figure

@@ -1,0 +1,192 @@
+"""The analysis cache (dlgn_lib.memo): a served table is the computed one, bit for bit, and only
+for the same code, runs, parameters and numeric code path."""
+import functools
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from dlgn_lib import circle, config, memo
+from dlgn_lib.studies import circle as circle_study
+
+
+@pytest.fixture(autouse=True)
+def own_runs_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLGN_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.delenv("DLGN_ANALYSIS_CACHE", raising=False)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    from dlgn_lib import runs as runs_module
+    spec = config.DataSpec.make("circle", target="steps", n_train=32, n_val=8, n_test=16,
+                                discontinuities=[0.5, 2.0, 4.0, 5.5])
+    configs = [config.RunConfig(spec, config.ModelSpec.make("dlgn", (4, 4)), epochs=4, n_snapshots=3, seed=s)
+               for s in (1, 2)]
+    return {("steps", "dlgn", c.seed): run for c, run in zip(configs, runs_module.train_group(configs))}
+
+
+def mixed_table():
+    first = pd.DataFrame([{"name": "a", "n": 1, "x": -0.0, "flag": True, "note": None, "tiny": 5e-324}])
+    second = pd.DataFrame([{"name": "b", "n": 2, "x": np.nan, "flag": False, "note": None, "tiny": -np.inf}])
+    return pd.concat([first, second], ignore_index=True)
+
+
+def bits_equal(a, b):
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    for column in a.columns:
+        if a[column].dtype.kind in "fib":
+            assert a[column].to_numpy().tobytes() == b[column].to_numpy().tobytes(), column
+
+
+def test_stored_form_reads_back_bit_for_bit():
+    table = mixed_table()
+    back = memo.decode(json.loads(json.dumps(memo.encode(table))))
+    bits_equal(back, table)
+    assert str(back["x"].to_numpy()[0]) == "-0.0"
+
+
+@pytest.mark.parametrize("table", [
+    pd.DataFrame({"x": np.array([1.0, 2.0], dtype=np.float32)}),          # float32 would come back float64
+    pd.DataFrame({"x": [1.0, 2.0]}, index=[3, 4]),                         # not 0 .. n-1
+    pd.DataFrame({"x": [np.array([1.0]), np.array([2.0])]}),               # arrays in cells
+])
+def test_a_table_that_would_not_read_back_exactly_is_never_stored(table):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return table
+    for _ in range(2):
+        assert memo.frame("t", {}, [], compute) is table
+    assert len(calls) == 2 and not list(memo.folder().glob("*.json"))
+
+
+def test_served_once_computed_and_again_for_other_params_runs_or_code_path(runs, monkeypatch):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return mixed_table()
+    first = memo.frame("t", {"n": 1}, runs.values(), compute)
+    served = memo.frame("t", {"n": 1}, runs.values(), compute)
+    assert len(calls) == 1
+    bits_equal(served, first)
+    memo.frame("t", {"n": 2}, runs.values(), compute)                     # another parameter
+    memo.frame("u", {"n": 1}, runs.values(), compute)                     # another computation
+    memo.frame("t", {"n": 1}, list(runs.values())[:1], compute)           # other runs
+    assert len(calls) == 4
+    monkeypatch.setenv("MKL_CBWR", "AVX2")                                 # another code path
+    memo.frame("t", {"n": 1}, runs.values(), compute)
+    assert len(calls) == 5
+    monkeypatch.setenv("DLGN_ANALYSIS_CACHE", "off")
+    memo.frame("t", {"n": 1}, runs.values(), compute)
+    assert len(calls) == 6
+    monkeypatch.setenv("DLGN_ANALYSIS_CACHE", "no")
+    with pytest.raises(ValueError, match="DLGN_ANALYSIS_CACHE='no'"):
+        memo.frame("t", {"n": 1}, runs.values(), compute)
+
+
+def test_a_run_with_other_weights_is_another_run(runs):
+    import copy
+    run = next(iter(runs.values()))
+    other = copy.deepcopy(run)
+    del other._memo_hash
+    epoch = other.epochs[-1]
+    name = next(iter(other.snapshots[epoch]))
+    other.snapshots[epoch][name] = other.snapshots[epoch][name].clone()
+    other.snapshots[epoch][name].view(-1)[0] += 1e-7
+    assert memo.run_hash(other) != memo.run_hash(run)
+    assert memo.key("t", {}, [other]) != memo.key("t", {}, [run])
+
+
+def test_an_altered_or_unreadable_entry_is_recomputed(runs):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return mixed_table()
+    memo.frame("t", {}, runs.values(), compute)
+    (path,) = memo.folder().glob("*.json")
+    entry = json.loads(path.read_text())
+    entry["table"]["columns"][1]["values"][0] = 7           # a changed number fails the checksum
+    path.write_text(json.dumps(entry))
+    bits_equal(memo.frame("t", {}, runs.values(), compute), mixed_table())
+    path.write_text("{not json")
+    bits_equal(memo.frame("t", {}, runs.values(), compute), mixed_table())
+    assert len(calls) == 3
+    bits_equal(memo.frame("t", {}, runs.values(), compute), mixed_table())   # rewritten, served again
+    assert len(calls) == 3
+
+
+def test_entries_of_another_library_version_are_removed_when_one_is_written(runs):
+    memo.folder().mkdir(parents=True)
+    stale = memo.folder() / "0000000000000000-old.json"
+    stale.write_text("{}")
+    memo.frame("t", {}, runs.values(), mixed_table)
+    assert not stale.exists() and len(list(memo.folder().glob("*.json"))) == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_runs_folder_computes_without_error(runs):
+    memo.folder().mkdir(parents=True)
+    os.chmod(memo.folder(), 0o555)
+    try:
+        bits_equal(memo.frame("t", {}, runs.values(), mixed_table), mixed_table())
+    finally:
+        os.chmod(memo.folder(), 0o755)
+
+
+def test_read_only_folder_by_a_failing_write(runs, monkeypatch):
+    """The same as above where the tests run as root: a write that fails keeps nothing, raises nothing."""
+    def refuse(*args, **kwargs):
+        raise PermissionError("read-only")
+    monkeypatch.setattr(memo.tempfile, "NamedTemporaryFile", refuse)
+    bits_equal(memo.frame("t", {}, runs.values(), mixed_table), mixed_table())
+    assert not list(memo.folder().glob("*")) if memo.folder().exists() else True
+
+
+def test_snapshot_tables_served_equal_the_ones_measured_without_the_cache(runs, monkeypatch):
+    measure = functools.partial(circle.region_metrics, baselines=False)
+    columns = ["target", "model", "seed"]
+    computed = circle_study.snapshot_tables(runs, measure, columns)
+    stored = list(memo.folder().glob("*.json"))
+    assert len(stored) == 1
+    served = circle_study.snapshot_tables(runs, measure, columns)
+    monkeypatch.setenv("DLGN_ANALYSIS_CACHE", "off")
+    fresh = circle_study.snapshot_tables(runs, measure, columns)
+    bits_equal(served, fresh)
+    bits_equal(computed, fresh)
+    # another measure or other epochs is another table
+    circle_study.snapshot_tables(runs, circle.overlap_metrics, columns)
+    monkeypatch.setenv("DLGN_ANALYSIS_CACHE", "on")
+    circle_study.snapshot_tables(runs, circle.overlap_metrics, columns)
+    circle_study.snapshot_tables(runs, measure, columns, epochs=circle_study.ends_of)
+    assert len(list(memo.folder().glob("*.json"))) == 3
+
+
+def test_a_measure_without_a_stable_name_is_measured_every_time(runs):
+    calls = []
+
+    def measure(model, dataset):
+        calls.append(1)
+        return {"n": float(len(dataset.x_train))}
+    circle_study.snapshot_tables(runs, measure, ["target", "model", "seed"])
+    circle_study.snapshot_tables(runs, measure, ["target", "model", "seed"])
+    assert len(calls) == 2 * sum(len(r.epochs) for r in runs.values())
+    assert memo.function_name(measure) is None
+    assert memo.function_name(lambda m, d: 0) is None
+    assert memo.function_name(circle.overlap_metrics) == "dlgn_lib.circle.overlap_metrics"
+    assert memo.function_name(functools.partial(circle.region_metrics, baselines=False)) == \
+        'partial(dlgn_lib.circle.region_metrics, [[], {"baselines": false}])'
+    assert memo.function_name(np.mean) is None                       # outside the library: no code hash covers it
+
+
+def test_tensor_hash_sees_dtype_shape_and_values():
+    x = torch.arange(6, dtype=torch.float64)
+    assert memo.tensor_hash(x) == memo.tensor_hash(x.clone())
+    assert len({memo.tensor_hash(x), memo.tensor_hash(x.float()), memo.tensor_hash(x.view(2, 3)),
+                memo.tensor_hash(x + 1e-12)}) == 4
