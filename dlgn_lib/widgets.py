@@ -2,7 +2,7 @@
 generic slider panel (used by the primer's "build a DLGN by hand").
 
 A figure is rendered to PNG once per slider value and cached, so stepping back and forth is
-instant. The widget starts at the last epoch, so a notebook executed headlessly records the final
+instant (the static twin's other frames are rendered as JPEGs only, their PNGs when first shown). The widget starts at the last epoch, so a notebook executed headlessly records the final
 state.
 
 Every panel also carries a static twin for readers without a kernel (the rendered book): its
@@ -45,11 +45,22 @@ def _save(fig, fmt: str, dpi: int, **kwargs) -> bytes:
     return buf.getvalue()
 
 
+def _twin_jpeg(fig) -> bytes:
+    return _save(fig, "jpeg", TWIN_DPI, pil_kwargs={"quality": TWIN_QUALITY, "optimize": True})
+
+
 def _frames(fig) -> tuple[bytes, bytes]:
     """The live panel's PNG and the twin's small JPEG of one figure, which is then closed."""
     try:
-        return (_save(fig, "png", 90),
-                _save(fig, "jpeg", TWIN_DPI, pil_kwargs={"quality": TWIN_QUALITY, "optimize": True}))
+        return _save(fig, "png", 90), _twin_jpeg(fig)
+    finally:
+        plt.close(fig)
+
+
+def _jpeg_only(fig) -> bytes:
+    """The twin's JPEG of one figure, which is then closed (a frame the live panel does not show yet)."""
+    try:
+        return _twin_jpeg(fig)
     finally:
         plt.close(fig)
 
@@ -139,19 +150,26 @@ def figure_panel(plot_fn: Callable, controls: dict[str, W.ValueWidget], *, capti
     its values), every other control at its current value; without such a control, it is the
     current figure alone.
     """
-    cache: dict[tuple, tuple[bytes, bytes]] = {}
+    pngs: dict[tuple, bytes] = {}     # the live panel's images, rendered when first shown
+    jpegs: dict[tuple, bytes] = {}    # the twin's frames
     image = W.Image(format="png", layout=W.Layout(max_width="100%"))
     label = W.HTML()
 
-    def frames(values: dict) -> tuple[bytes, bytes]:
+    def png(values: dict) -> bytes:
         key = tuple(sorted(values.items()))
-        if key not in cache:
-            cache[key] = _frames(plot_fn(**values))
-        return cache[key]
+        if key not in pngs:
+            pngs[key], jpegs[key] = _frames(plot_fn(**values))
+        return pngs[key]
+
+    def jpeg(values: dict) -> bytes:
+        key = tuple(sorted(values.items()))
+        if key not in jpegs:    # a twin frame the live panel has not shown: its PNG waits until it is
+            jpegs[key] = _jpeg_only(plot_fn(**values))
+        return jpegs[key]
 
     def render(*_):
         values = {name: c.value for name, c in controls.items()}
-        image.value = frames(values)[0]
+        image.value = png(values)
         label.value = caption(**values) if caption else ""
 
     def twin() -> str:
@@ -159,7 +177,7 @@ def figure_panel(plot_fn: Callable, controls: dict[str, W.ValueWidget], *, capti
         others = "; ".join(f"{html.escape(c.description or name)}: {html.escape(_shown(c))}"
                            for name, c in controls.items() if name != TWIN_CONTROL)
         if TWIN_CONTROL not in controls:
-            return twin_html([("", caption(**current) if caption else "", frames(current)[1])], title=title,
+            return twin_html([("", caption(**current) if caption else "", jpeg(current))], title=title,
                              note="A static copy of the figure as set here; moving the controls needs a "
                                   "running kernel.")
         shown = evenly_spaced(_control_values(controls[TWIN_CONTROL]))
@@ -168,7 +186,7 @@ def figure_panel(plot_fn: Callable, controls: dict[str, W.ValueWidget], *, capti
         rows = []
         for value in shown:
             values = {**current, TWIN_CONTROL: value}
-            rows.append((value, caption(**values) if caption else "", frames(values)[1]))
+            rows.append((value, caption(**values) if caption else "", jpeg(values)))
         note = (f"A static copy: {len(shown)} of the {len(_control_values(controls[TWIN_CONTROL]))} "
                 f"{TWIN_CONTROL}s" + (f", with {others}" if others else "") + ".")
         return twin_html(rows, start=shown.index(current[TWIN_CONTROL]), title=title, note=note)

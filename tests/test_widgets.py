@@ -143,6 +143,31 @@ def test_frames_are_rendered_once_and_shared_with_the_live_panel():
     assert Image.open(io.BytesIO(image.value)).format == "PNG"
 
 
+def test_twin_frames_are_jpeg_only_until_shown_and_equal_a_full_render(monkeypatch):
+    saved = []
+    real_save = widgets._save
+    monkeypatch.setattr(widgets, "_save", lambda fig, fmt, dpi, **kw: saved.append(fmt) or real_save(fig, fmt, dpi, **kw))
+    calls = []
+
+    def plot(epoch):
+        calls.append(epoch)
+        return flat(epoch / 4, 0)
+
+    slider = widgets.epoch_selector([0, 1, 2, 3, 4])
+    panel = widgets.figure_panel(plot, {"epoch": slider})
+    assert saved == ["png", "jpeg"]                  # the value shown: both
+    html_twin = panel._repr_mimebundle_()["text/html"]
+    assert saved[2:] == ["jpeg"] * 4                  # the twin's other frames: JPEG only
+    _, jpeg_full = widgets._frames(plot(2))           # a frame rendered in full has the same JPEG
+    assert base64.b64encode(jpeg_full).decode() in html_twin
+    calls.clear()
+    slider.value = 2                                   # shown live: its PNG is rendered now, once
+    slider.value = 3
+    slider.value = 2
+    assert calls == [2, 3]
+    assert Image.open(io.BytesIO(panel.children[-1].value)).format == "PNG"
+
+
 def test_a_panel_without_an_epoch_control_gets_its_current_figure_alone():
     angle = W.IntSlider(value=30, min=0, max=90, description="θ (deg)")
     panel = widgets.figure_panel(lambda angle: flat(angle / 90, 0), {"angle": angle})
