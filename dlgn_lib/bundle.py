@@ -107,7 +107,7 @@ def export(file: Path | str, *, profile: str | None = None, notebook: str | None
             for folder in chosen:
                 for name in ENTRY_FILES:
                     tar.add(folder / name, arcname=f"{folder.name}/{name}", recursive=False)
-        os.chmod(tmp, 0o666 & ~runs._UMASK)   # mkstemp makes it 0600; a bundle is for a class to read
+        os.chmod(tmp, 0o666 & ~locations.UMASK)   # mkstemp makes it 0600; a bundle is for a class to read
         os.replace(tmp, file)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

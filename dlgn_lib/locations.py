@@ -20,6 +20,12 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+#: The process umask, read once at import (reading it means setting it): files the package makes
+#: with ``mkstemp``/``mkdtemp`` (mode 0600/0700) are given ``0666``/``0777`` less this mask, so a
+#: shared run cache or a bundle is readable by whom the user's other files are.
+UMASK = os.umask(0)
+os.umask(UMASK)
+
 
 def _dir(variable: str, default: Path) -> Path:
     value = os.environ.get(variable)

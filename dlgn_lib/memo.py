@@ -222,7 +222,7 @@ def _save(path: Path, k: str, label: str, stored: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".tmp-", suffix=".json", delete=False) as fh:
             json.dump(entry, fh)
-        os.chmod(fh.name, 0o666 & ~_umask())
+        os.chmod(fh.name, 0o666 & ~locations.UMASK)
         os.replace(fh.name, path)
     except OSError:   # a read-only or full runs folder: the table is simply not kept
         if "fh" in locals():
@@ -232,12 +232,6 @@ def _save(path: Path, k: str, label: str, stored: dict) -> None:
     for old in path.parent.glob("*.json"):   # entries of other library versions can never be served again
         if not old.name.startswith(prefix):
             _remove(old)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def frame(label: str, params: Mapping, runs: Iterable, compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:

@@ -54,8 +54,6 @@ WAIT_NOTICE_S = 3.0
 ABANDONED_AFTER_S = 3600
 _KEY = re.compile(r"^[0-9a-f]{20}$")
 _TEMP = re.compile(r"^\.(?:tmp|trash)-(?:[a-z]+-)?(\d+)@(.+)-[^-]+$")
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 
 class CorruptEntry(RuntimeError):
@@ -112,9 +110,9 @@ def _sha256(path: Path) -> str:
 
 def make_shareable(folder: Path) -> None:
     """Give an entry folder the permissions of the umask (``mkdtemp`` makes it 0700)."""
-    os.chmod(folder, 0o777 & ~_UMASK)
+    os.chmod(folder, 0o777 & ~locations.UMASK)
     for child in folder.iterdir():
-        os.chmod(child, 0o666 & ~_UMASK)
+        os.chmod(child, 0o666 & ~locations.UMASK)
 
 
 @contextlib.contextmanager

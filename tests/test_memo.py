@@ -2,6 +2,7 @@
 for the same code, runs, parameters and numeric code path."""
 import functools
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -180,3 +181,11 @@ def test_tensor_hash_sees_dtype_shape_and_values():
     assert memo.tensor_hash(x) == memo.tensor_hash(x.clone())
     assert len({memo.tensor_hash(x), memo.tensor_hash(x.float()), memo.tensor_hash(x.view(2, 3)),
                 memo.tensor_hash(x + 1e-12)}) == 4
+
+
+def test_entries_take_the_umask_permissions_like_run_entries():
+    memo.frame("t", {}, [], mixed_table)
+    [entry] = memo.folder().glob("*.json")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert entry.stat().st_mode & 0o777 == 0o666 & ~umask, "an analysis is readable by whom run entries are"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dlgn_lib import bundle, runs
+from dlgn_lib import bundle, locations, runs
 from dlgn_lib import config as C
 from fingerprint import tree
 
@@ -223,7 +223,7 @@ def test_bundle_round_trip_verifies_and_never_replaces_a_valid_entry(trained, tm
     assert runs.main(["import", str(file), "--into", str(into)]) == 0
     assert "already present" in capsys.readouterr().out
     assert not [p for p in into.iterdir() if p.name.startswith(".tmp")]
-    assert file.stat().st_mode & 0o777 == 0o666 & ~runs._UMASK, "a bundle takes the umask's permissions, like entries"
+    assert file.stat().st_mode & 0o777 == 0o666 & ~locations.UMASK, "a bundle takes the umask's permissions, like entries"
 
 
 def test_export_selects_by_profile_and_notebook(trained, tmp_path):
