@@ -194,7 +194,8 @@ def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = 
 
 def with_machine(machines: Sequence[Mapping], new: Mapping, notebooks: Sequence[str] | None) -> list[dict]:
     """The record's ``machines`` with the machine of ``new`` in it once, and the notebooks it measured
-    (``notebooks``; None when it measured them all). A machine already listed gains the notebooks."""
+    (``notebooks``; None when it measured them all). A machine already listed gains the notebooks,
+    and its ``code_version`` becomes that of this measurement (the code its latest code paths ran)."""
     label = machine_label(new["machine"])
     machines = [dict(m) for m in machines]
     mine = [m for m in machines if m.get("label") == label]
@@ -203,6 +204,8 @@ def with_machine(machines: Sequence[Mapping], new: Mapping, notebooks: Sequence[
         if notebooks is not None:
             entry["notebooks"] = sorted(notebooks)
         return [*machines, entry]
+    if new.get("code_version"):
+        mine[0]["code_version"] = new["code_version"]
     if notebooks is None:
         mine[0].pop("notebooks", None)
     elif "notebooks" in mine[0]:

@@ -271,8 +271,9 @@ def test_a_machine_is_listed_once_with_the_notebooks_it_measured():
     label = verify.machine_label(new["machine"])
     first = verify.with_machine([{"label": "A"}], new, ["05"])
     assert [m["label"] for m in first] == ["A", label] and first[1]["notebooks"] == ["05"]
-    again = verify.with_machine(first, new, ["08", "06"])
+    again = verify.with_machine(first, {**new, "code_version": "later"}, ["08", "06"])
     assert [m["label"] for m in again] == ["A", label] and again[1]["notebooks"] == ["05", "06", "08"]
+    assert again[1]["code_version"] == "later" and first[1]["code_version"] == new.get("code_version")
     assert "notebooks" not in verify.with_machine(first, new, None)[1]     # then it measured them all
     assert first[1]["notebooks"] == ["05"]                                  # the input is not changed
 
