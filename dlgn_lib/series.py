@@ -45,8 +45,7 @@ import papermill
 from distributed import as_completed, get_worker
 from ipykernel.kernelspec import RESOURCES, get_kernel_dict
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-from jupyter_client.manager import KernelManager
-from jupyter_client.utils import run_sync
+from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
 from dlgn_lib import cluster
@@ -117,9 +116,15 @@ class _CurrentInterpreterKernelSpecs(KernelSpecManager):
         return super().get_kernel_spec(kernel_name)
 
 
-class _KernelManager(KernelManager):
+class _KernelManager(AsyncKernelManager):
     """A kernel manager that also knows :data:`CURRENT_INTERPRETER_KERNEL`, and talks to its
     kernel over Unix sockets in a folder of its own.
+
+    It is asynchronous, as nbclient's default is: a synchronous manager hands nbclient a blocking
+    client, whose wait for the kernel's next output message holds the event loop, so nbclient's
+    once-a-second check that the kernel lives never runs, and a kernel killed from outside leaves
+    the notebook waiting without end. With this one a dead kernel ends the notebook with
+    ``DeadKernelError`` within seconds, and the series goes on with the rest.
 
     TCP ports are picked free and then released before the kernel binds them, so two kernels
     started at the same moment (``--workers 2``) can pick the same port, and the kernel's
@@ -145,14 +150,14 @@ class _KernelManager(KernelManager):
         return os.path.join(self._socket_dir, "k")
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        # shutdown_kernel awaits this one directly; cleanup_resources is its synchronous face.
+        # shutdown_kernel awaits this one directly; so does anyone calling cleanup_resources.
         await super()._async_cleanup_resources(restart=restart)
         socket_dir = getattr(self, "_socket_dir", None)
         if socket_dir is not None and not restart:
             import shutil
             shutil.rmtree(socket_dir, ignore_errors=True)
 
-    cleanup_resources = run_sync(_async_cleanup_resources)
+    cleanup_resources = _async_cleanup_resources
 
 
 def select_notebooks(notebooks: Sequence[Path], only: Iterable[str] | None) -> list[Path]:

@@ -9,6 +9,8 @@ import papermill
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
+from jupyter_client.utils import run_sync
+
 from dlgn_lib import series
 
 
@@ -156,7 +158,7 @@ def test_kernels_talk_over_private_unix_sockets_and_leave_nothing(tmp_path, capf
     assert first.transport == second.transport == "ipc"
     assert Path(first.ip).parent != Path(second.ip).parent
     assert Path(first.ip).is_absolute() and len(f"{first.ip}-99") < 100
-    first.cleanup_resources(), second.cleanup_resources()
+    run_sync(first.cleanup_resources)(), run_sync(second.cleanup_resources)()
     assert list((tmp_path / "tmp").iterdir()) == []
 
     folder = tmp_path / "nb"
@@ -208,3 +210,23 @@ def test_a_long_run_says_which_cell_is_running(tmp_path, build, monkeypatch):
     beats = [line for line in lines if line.startswith("  ... ")]
     # code cells as papermill runs them: parameters, its injected parameters, import, sleep, print
     assert any("01_slow.ipynb" in line and "(cell 4 of 5 for " in line for line in beats), beats
+
+
+def test_a_kernel_killed_from_outside_ends_its_notebook_and_the_series_goes_on(tmp_path):
+    """A kernel that dies mid-cell (here it kills itself, as an out-of-memory kill or a user's
+    kill would) ends that notebook with DeadKernelError within seconds; it must not leave the
+    notebook waiting for output that never comes (a blocking kernel client did)."""
+    import threading
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    nb = write_notebook(folder / "01_dies.ipynb", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+                        "print('not reached')", parameters='PROFILE = "quick"')
+    (tmp_path / "out").mkdir()
+    results = []
+    worker = threading.Thread(target=lambda: results.append(series.run_notebook(
+        nb, tmp_path / "out", "quick", series.CURRENT_INTERPRETER_KERNEL)), daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert not worker.is_alive(), "the notebook still waits on its dead kernel after 120 s"
+    (result,) = results
+    assert not result.ok and result.error == "DeadKernelError", (result.error, result.message)
