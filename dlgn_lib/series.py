@@ -484,6 +484,35 @@ def execute_in_place(notebooks: Sequence[Path], progress: Callable[[str], None] 
                 progress(f"{path.name}: executed in place in {time.perf_counter() - start:.0f} s")
 
 
+def outputs_in_place(notebooks: Sequence[Path]) -> int:
+    """``series outputs``: re-execute each notebook in place, then move the spread record's
+    committed values to the new outputs (``verify.rebase_committed``). When a notebook's outputs
+    are ones no recorded code path printed, its record entry is left as it was and the command
+    says to measure it again with ``series spread`` (exit status 1); the notebook keeps its new
+    outputs."""
+    from dlgn_lib import reproduce, verify
+    stale = []
+    for path in notebooks:
+        nb_id = notebook_id(path)
+        before = verify.compared_outputs(path)
+        execute_in_place([path])
+        record = reproduce.load_record()
+        if not record.get("notebooks"):
+            continue
+        try:
+            checks = {name: by_path["committed"] for name, by_path in verify.check_outcomes({"committed": path}).items()}
+            verify.write_record(verify.rebase_committed(record, nb_id, before, verify.compared_outputs(path), checks))
+        except ValueError as exc:
+            stale.append(nb_id)
+            print(f"spread record not updated: {exc}", file=sys.stderr)
+        else:
+            print(f"{display_path(reproduce.SPREAD_RECORD)}: committed values of {nb_id} updated "
+                  f"(each output as a recorded code path printed it)")
+    if stale:
+        print(f"measure the spread again: python -m dlgn_lib.series spread --only {' '.join(stale)}", file=sys.stderr)
+    return 1 if stale else 0
+
+
 def format_summary(results: Sequence[Result]) -> str:
     """A plain-text table: notebook, status, seconds, verdict; then failures and a count line."""
     header = ("notebook", "status", "seconds", "verdict")
@@ -562,8 +591,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             chosen = select_notebooks(find_notebooks(), args.only)
         except ValueError as exc:
             parser.error(str(exc))
-        execute_in_place(chosen)
-        return 0
+        return outputs_in_place(chosen)
     try:
         results = run_series(
             args.notebooks,

@@ -173,7 +173,7 @@ def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = 
             else:
                 variants[name] = compared_outputs(copy, keep, patterns)
         entries = reproduce.spread_entries(variants)
-        checks = _check_outcomes({"committed": path, **{name: folder / "notebooks" / path.name
+        checks = check_outcomes({"committed": path, **{name: folder / "notebooks" / path.name
                                                         for name, folder in variant_dirs.items() if name not in failed}})
         figures = {}
         for png in sorted(figures_dir.glob(f"{nb_id}_*.png")):
@@ -244,6 +244,77 @@ def replace_notebooks(old: Mapping, new: Mapping, only: Sequence[str]) -> dict:
     merged["variants"] = {**old.get("variants", {}),
                           **{f"{n} @ {label}": env for n, env in new.get("variants", {}).items()}}
     return merged
+
+
+#: An output that quotes the record of ``full`` runs (a quick notebook's SMOKE TEST line): its
+#: numbers come from that file, not from the code path, and change when a full run is recorded.
+QUOTES_FULL_RECORD = "docs/full_results.json"
+
+
+def rebase_committed(record: Mapping, nb_id: str, before: Mapping, after: Mapping,
+                     checks: Mapping | None = None) -> dict:
+    """The record with notebook ``nb_id``'s committed values taken from its outputs ``after`` it was
+    re-executed in place (``series outputs``) on a code path the record has measured; ``before``
+    are its compared outputs as they were (both as :func:`compared_outputs` gives them).
+
+    Every compared output must print, number for number, what one of the recorded code paths
+    printed, in words it printed before or a recorded alternative (a fragile output); or quote the
+    record of full runs (:data:`QUOTES_FULL_RECORD`), whose numbers are the same on every code
+    path. The new reference is then one of the measured variants, and the measured spread still
+    covers every code path: ranges do not depend on which variant is the reference, and a figure's
+    RMS distance to the new reference is at most twice its recorded largest (the tolerance allows
+    three times). An output whose words moved to a recorded alternative gets the range over every
+    code path. ``checks`` (check name -> outcome, as :func:`check_outcomes` gives them) become the
+    committed outcomes; each must be one a recorded code path had. Anything else raises
+    ``ValueError`` naming the output or check: the outputs changed, and ``series spread`` must
+    measure them again.
+    """
+    entry = record.get("notebooks", {}).get(nb_id)
+    again = f"run python -m dlgn_lib.series spread --only {nb_id}"
+    if entry is None:
+        raise ValueError(f"notebook {nb_id}: not in the spread record; {again}")
+    entry = json.loads(json.dumps(entry))
+    old = {reproduce.output_key(c, k, i): text for c, groups in before.items()
+           for k, texts in groups.items() for i, text in enumerate(texts)}
+    seen = set()
+    for cell_id, groups in after.items():
+        for key, texts in groups.items():
+            for position, text in enumerate(texts):
+                where = reproduce.output_key(cell_id, key, position)
+                seen.add(where)
+                skeleton, numbers = reproduce.split(text)
+                out = entry["outputs"].get(where, {})
+                quotes = QUOTES_FULL_RECORD in text
+                if where not in old or (skeleton != reproduce.split(old[where])[0]
+                                        and skeleton not in out.get("skeletons", ()) and not quotes):
+                    raise ValueError(f"notebook {nb_id}, output {where}: its words changed; {again}")
+                if not numbers:
+                    continue
+                printed = [n.text for n in numbers]
+                if len(out.get("ranges", ())) != len(printed):
+                    raise ValueError(f"notebook {nb_id}, output {where}: not measured in this form; {again}")
+                measured = [v for name, v in out["values"].items() if name != "committed"]
+                if printed not in measured and not quotes:
+                    raise ValueError(f"notebook {nb_id}, output {where}: prints {' '.join(printed)[:120]}, "
+                                     f"which no recorded code path printed; {again}")
+                if out.get("skeletons") and skeleton != out["skeletons"][0]:
+                    columns = [[reproduce.Number(v[i]).value for v in [*measured, printed]] for i in range(len(printed))]
+                    out["ranges"] = [max(f) - min(f) if (f := [x for x in c if math.isfinite(x)]) else 0.0
+                                     for c in columns]
+                    out["skeletons"] = [skeleton, *(s for s in out["skeletons"] if s != skeleton)]
+                out["values"]["committed"] = printed
+    gone = sorted(set(old) - seen)
+    if gone:
+        raise ValueError(f"notebook {nb_id}: outputs {', '.join(gone[:5])} are no longer printed; {again}")
+    for name, outcome in (checks or {}).items():
+        recorded = entry["checks"].get(name, {})
+        if outcome not in [v for k, v in recorded.items() if k != "committed"]:
+            raise ValueError(f"notebook {nb_id}, check {name!r}: {outcome!r} is an outcome no recorded code path had; {again}")
+        recorded["committed"] = outcome
+    entry["committed_on"] = {"machine": machine_label(), "code_version": code_version()}
+    rebased = json.loads(json.dumps(record))
+    rebased["notebooks"][nb_id] = entry
+    return rebased
 
 
 def merge_records(old: Mapping, new: Mapping) -> dict:
@@ -323,7 +394,7 @@ def _error_of(path: Path) -> str | None:
     return None
 
 
-def _check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool | str]]:
+def check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool | str]]:
     """Each printed check's outcome under each code path (check name -> variant -> outcome): True or
     False for a check with one number, "pass", "fail" or "inconclusive" for a check over seeds and
     for any check printed inconclusive (a count of rows with undecided ones, rules v3)."""
@@ -381,10 +452,16 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
         data = replace_notebooks(reproduce.load_record(record), build_record(dirs), only)
     else:
         data = build_record(dirs)
+    write_record(data, record)
+    return data
+
+
+def write_record(data: Mapping, record: Path | None = None) -> None:
+    """Write the spread record atomically (a reader never sees half of it)."""
+    record = Path(record or reproduce.SPREAD_RECORD)
     tmp = record.with_name(f".{record.name}.tmp{os.getpid()}")
     tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     os.replace(tmp, record)
-    return data
 
 
 def spread_table(data: Mapping) -> str:

@@ -292,6 +292,71 @@ def test_check_outcomes_keep_inconclusive_for_a_count_without_an_interval(tmp_pa
         "x", outputs=[nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n")])])
     path = tmp_path / "08_x.ipynb"
     nbformat.write(nb, path)
-    outcomes = verify._check_outcomes({"pinned": path})
+    outcomes = verify.check_outcomes({"pinned": path})
     assert outcomes["of those, rows where the ReLU net does not (none; undecided: R6)"] == {"pinned": "inconclusive"}
     assert outcomes["rows where the DLGN shows the effect (R1)"] == {"pinned": True}
+
+
+def _outputs(text: str) -> dict:
+    return {"c": {"stdout": [text]}}
+
+
+def test_outputs_remade_on_a_recorded_code_path_move_the_committed_values_and_keep_the_spread():
+    """series outputs on a machine whose code path the record measured: the reference becomes that
+    code path's outputs; every recorded code path still passes against it."""
+    from dlgn_lib import verify
+    old = "count 18 of 32, score 0.594 [pass] k\n"
+    variants = {"committed": old, "pinned @ A": old, "native @ A": "count 18 of 32, score 0.601 [pass] k\n",
+                "pinned @ B": "count 17 of 32, score 0.620 [pass] k\n"}
+    record = _record(variants, "A")
+    rebased = verify.rebase_committed(record, "07", _outputs(old), _outputs(variants["pinned @ B"]))
+    entry = rebased["notebooks"]["07"]["outputs"]["c/stdout/0"]
+    assert entry["values"]["committed"] == ["17", "32", "0.620"]
+    assert entry["ranges"] == record["notebooks"]["07"]["outputs"]["c/stdout/0"]["ranges"] == pytest.approx([1, 0, 0.026])
+    assert rebased["notebooks"]["07"]["committed_on"]["machine"] == verify.machine_label()
+    assert record["notebooks"]["07"]["outputs"]["c/stdout/0"]["values"]["committed"] == ["18", "32", "0.594"]  # not mutated
+    tolerance = reproduce.tolerance_for(rebased, "07", "c", "stdout", 0)
+    for text in variants.values():
+        assert reproduce.compare_text(variants["pinned @ B"], text, tolerance).differences == ()
+
+
+def test_outputs_no_recorded_code_path_printed_leave_the_record_and_say_to_measure_again():
+    from dlgn_lib import verify
+    old = "score 0.594 [pass] k\n"
+    record = _record({"committed": old, "pinned": old, "native": "score 0.601 [pass] k\n"}, "A")
+    with pytest.raises(ValueError, match=r"prints 0\.7, which no recorded code path printed; "
+                                         r"run python -m dlgn_lib.series spread --only 07"):
+        verify.rebase_committed(record, "07", _outputs(old), _outputs("score 0.7 [pass] k\n"))
+    with pytest.raises(ValueError, match="its words changed"):     # a flip no code path showed
+        verify.rebase_committed(record, "07", _outputs(old), _outputs("score 0.594 [FAIL] k\n"))
+    with pytest.raises(ValueError, match="no longer printed"):
+        verify.rebase_committed(record, "07", _outputs(old), {})
+    with pytest.raises(ValueError, match="notebook 99: not in the spread record"):
+        verify.rebase_committed(record, "99", _outputs(old), _outputs(old))
+
+
+def test_a_fragile_output_remade_in_its_other_words_gets_the_range_over_every_code_path():
+    """A check that passes on one code path and is inconclusive on another: remade where it is
+    inconclusive, the reference takes those words, and its numbers' range spans every code path."""
+    from dlgn_lib import verify
+    passing, straddling = "m 0.30 [0.24, 0.79] [pass] k\n", "m 0.30 [0.24, 1.00] [inconclusive] k\n"
+    record = _record({"committed": passing, "pinned @ A": passing, "native @ A": "m 0.31 [0.25, 0.80] [pass] k\n",
+                      "pinned @ B": straddling}, "A")
+    assert record["notebooks"]["07"]["outputs"]["c/stdout/0"]["ranges"] == pytest.approx([0.01, 0.01, 0.01])
+    rebased = verify.rebase_committed(record, "07", _outputs(passing), _outputs(straddling))
+    entry = rebased["notebooks"]["07"]["outputs"]["c/stdout/0"]
+    assert entry["ranges"] == pytest.approx([0.01, 0.01, 0.21])
+    assert entry["skeletons"][0] == reproduce.split(straddling)[0]
+    tolerance = reproduce.tolerance_for(rebased, "07", "c", "stdout", 0)
+    for text in (passing, straddling, "m 0.31 [0.25, 0.80] [pass] k\n"):
+        assert reproduce.compare_text(straddling, text, tolerance).differences == ()
+
+
+def test_remade_outputs_carry_their_check_outcomes_if_a_recorded_code_path_had_them():
+    from dlgn_lib import verify
+    text = "m 0.30 [pass] k\n"
+    record = _record({"committed": text, "pinned": text, "native": "m 0.31 [FAIL] k\n"}, "A")
+    rebased = verify.rebase_committed(record, "07", _outputs(text), _outputs(text), {"k": False})
+    assert rebased["notebooks"]["07"]["checks"]["k"] == {"committed": False, "pinned": True, "native": False}
+    with pytest.raises(ValueError, match="check 'k': 'inconclusive' is an outcome no recorded code path had"):
+        verify.rebase_committed(record, "07", _outputs(text), _outputs(text), {"k": "inconclusive"})
