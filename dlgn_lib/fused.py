@@ -59,6 +59,12 @@ TRAIN_CHUNK_BYTES = 1 << 21
 #: ``DLGN_COMPILE`` is "auto", the default): compiling takes 3-25 s once per process and shape,
 #: and pays back on long runs only. "1" always compiles, "0" never.
 COMPILE_MIN_STEPS = 5000
+#: How many shapes one compiled step may be compiled for in a process (``torch._dynamo``'s
+#: ``recompile_limit``, 8 by default, and its ``accumulated_recompile_limit``). Past dynamo's own
+#: limit a new shape runs uncompiled, so a run's last bits would depend on which runs the process
+#: had trained before it (a notebook's kernel trains dozens of shapes); compiled and uncompiled
+#: steps agree to about 1e-6, not bit for bit. Under this limit every long run compiles every shape.
+RECOMPILE_LIMIT = 1024
 
 
 def _chunk_rows(n: int, budget: int, bytes_per_row: int) -> int:
@@ -399,8 +405,10 @@ class _CompiledOrEager:
 
     def __call__(self, *args):
         if self.compiled is not None:
+            import torch._dynamo   # loaded by torch.compile already; named here for its config
             try:
-                with _quiet_cpu_compile():
+                with _quiet_cpu_compile(), torch._dynamo.config.patch(
+                        recompile_limit=RECOMPILE_LIMIT, accumulated_recompile_limit=RECOMPILE_LIMIT):
                     return self.compiled(*args)
             except Exception as exc:   # any compiler failure: the eager function computes the same
                 warnings.warn(f"torch.compile failed ({type(exc).__name__}: {str(exc)[:200]}); "

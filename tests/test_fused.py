@@ -213,6 +213,32 @@ def test_compiled_step_gives_the_same_runs(monkeypatch):
         assert_runs_close(train.train(cfg, progress=False), run, rtol=1e-4, atol=1e-5)
 
 
+def test_a_compiled_run_does_not_depend_on_the_runs_before_it(monkeypatch):
+    # A process compiles the step once per shape; past torch._dynamo's recompile limit a new shape
+    # would run uncompiled, whose last bits differ, so a run would depend on what its process (a
+    # notebook's kernel) trained before it. Here the limit is 1, as if the process had used it up:
+    # a run of a second shape after a run of the first must equal, bit for bit, the same run in a
+    # fresh process (simulated by resetting dynamo).
+    import torch._dynamo
+    monkeypatch.setenv("DLGN_COMPILE", "1")
+    first = [config("dlgn", s, batch_size=32, shuffle=False) for s in SEEDS[:2]]
+    second = [config("dlgn", s, batch_size=24, shuffle=False) for s in SEEDS[:2]]
+    try:
+        torch._dynamo.reset()
+        fresh = fused.train_seeds(second, progress=False)
+        torch._dynamo.reset()
+        with torch._dynamo.config.patch(recompile_limit=1):
+            fused.train_seeds(first, progress=False)
+            after = fused.train_seeds(second, progress=False)
+    finally:
+        torch._dynamo.reset()
+    for a, b in zip(fresh, after):
+        assert a.meta["compiled"] and b.meta["compiled"]
+        assert a.history == b.history
+        assert all(torch.equal(a.best_state[k], b.best_state[k]) for k in a.best_state)
+        assert all(torch.equal(a.snapshots[e][k], b.snapshots[e][k]) for e in a.snapshots for k in a.snapshots[e])
+
+
 def test_a_failing_compiler_falls_back_to_the_eager_step(monkeypatch):
     def broken(fn, **kwargs):
         def fail(*args):
