@@ -21,7 +21,9 @@ from .models import DEFAULT_CONVENTION, MODEL_KINDS, RUN_KINDS
 
 #: Bump when a change to models, data or training alters what a given config produces: old cache
 #: entries then stop matching instead of being reused.
-CODE_VERSION = "4"
+#: 5: a lone seed trains beside a copy of itself (``fused.train_seeds``), so its run equals the
+#: same seed's run in any group.
+CODE_VERSION = "5"
 
 PROFILES = ("quick", "full")
 OPTIMIZERS = ("adam", "sgd")
@@ -124,8 +126,14 @@ class RunConfig:
         return d
 
     def key(self) -> str:
-        """Stable hash of the config and ``CODE_VERSION`` (the run cache key)."""
-        text = json.dumps({"config": self.to_dict(), "code": CODE_VERSION}, sort_keys=True, default=list)
+        """Stable hash of the config, ``CODE_VERSION`` and, off the pinned path, the numeric code
+        path (``numerics.cache_tag``): the run cache key."""
+        from . import numerics
+        about = {"config": self.to_dict(), "code": CODE_VERSION}
+        tag = numerics.cache_tag()
+        if tag is not None:
+            about["numerics"] = tag
+        text = json.dumps(about, sort_keys=True, default=list)
         return hashlib.sha256(text.encode()).hexdigest()
 
     def replace(self, **changes) -> "RunConfig":

@@ -459,7 +459,8 @@ def train_seeds(configs, *, device=None, progress: bool | None = None,
     Returns:
         Runs as ``train.train`` returns them (same history keys, snapshot epochs, best-state rule
         and meta keys), with ``meta["engine"]`` = "fused", ``meta["seeds_together"]`` = S and
-        ``meta["seconds"]`` the wall time of the whole group.
+        ``meta["seconds"]`` the wall time of the whole group. A seed's run is the same, bit for
+        bit, whichever seeds it trains with (one seed alone trains beside a copy of itself).
     """
     configs = list(configs)
     check_same_but_seed(configs)
@@ -472,6 +473,13 @@ def train_seeds(configs, *, device=None, progress: bool | None = None,
     device = torch.device(device) if device is not None else models.default_device()
     ds = dataset if dataset is not None else load_dataset(config.data)
     with _flushed_denormals() if device.type == "cpu" else contextlib.nullcontext(), torch.no_grad():
+        if n_seeds == 1:
+            # A lone seed trains beside a copy of itself: with one seed the stacked products
+            # reduce to plain matrix(-vector) products, whose last bits differ from the batched
+            # ones, and a seed's run would depend on how many seeds the cache lacked.
+            run = _train(configs * 2, config, 2, device, ds, progress)[0]
+            run.meta["seeds_together"] = 1
+            return [run]
         return _train(configs, config, n_seeds, device, ds, progress)
 
 

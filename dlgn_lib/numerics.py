@@ -80,6 +80,26 @@ def overrides(environ=os.environ) -> dict[str, str]:
     return {name: environ[name] for name, value in PINNED.items() if name in environ and environ[name] != value}
 
 
+def cache_tag() -> str | None:
+    """The code path as the run cache keys it: ``None`` on the pinned path with one torch thread,
+    else a description (ATen's capability, MKL's branch, numpy's disabled features, oneDNN's ISA,
+    torch's threads) that :meth:`dlgn_lib.config.RunConfig.key` hashes with the config.
+
+    A run trained on one code path is then never served to a process on another: their last bits
+    differ, and training magnifies them (the pinned path's keys are the same as before the tag).
+    Two native paths that report the same settings (say MKL's automatic branch on two CPU makers)
+    are not told apart.
+    """
+    import torch
+    s = status()
+    used = {"ATEN_CPU_CAPABILITY": s["aten_cpu_capability"].lower(), "MKL_CBWR": s["mkl_cbwr"],
+            "NPY_DISABLE_CPU_FEATURES": s["numpy_disabled_features"], "ONEDNN_MAX_CPU_ISA": s["onednn_max_cpu_isa"]}
+    threads = torch.get_num_threads()
+    if used == PINNED and threads == 1:
+        return None
+    return ", ".join([f"{k}={v}" for k, v in used.items()] + [f"threads={threads}"])
+
+
 def torch_came_first() -> bool:
     """Whether the pin asked for ATen's portable kernels and torch runs others: torch was imported
     before :mod:`dlgn_lib` (not a user's own ``ATEN_CPU_CAPABILITY``)."""

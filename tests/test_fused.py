@@ -274,3 +274,21 @@ def test_compiling_for_the_cpu_silences_only_the_cuda_runtime_notice(caplog):
     assert "No CUDA runtime" not in caplog.text
     assert "other loggers still speak" in caplog.text and "afterwards" in caplog.text
     assert logger.level == before
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass"])
+def test_a_seed_gives_the_same_run_alone_or_in_any_group(task):
+    # The run cache trains only the seeds it lacks, together: a seed's run must not depend on
+    # which other seeds were missing. Alone, in a group of two and in a group of five: bit for bit.
+    ds = three_classes() if task == "multiclass" else None
+    for kind, batching in (("dlgn", "full_batch"), ("relu", "shuffled"), ("dlgn_sf", "fixed_order")):
+        seeds = [config(kind, s, **BATCHING[batching]) for s in range(5)]
+        five = fused.train_seeds(seeds, progress=False, dataset=ds)
+        groups = (fused.train_seeds(seeds[:2], progress=False, dataset=ds)
+                  + fused.train_seeds(seeds[2:3], progress=False, dataset=ds)
+                  + fused.train_seeds(seeds[3:], progress=False, dataset=ds))
+        assert groups[2].meta["seeds_together"] == 1
+        for a, b in zip(five, groups):
+            assert a.history == b.history, (kind, a.config.seed)
+            assert all(torch.equal(a.best_state[k], b.best_state[k]) for k in a.best_state)
+            assert all(torch.equal(a.snapshots[e][k], b.snapshots[e][k]) for e in a.snapshots for k in a.snapshots[e])

@@ -174,3 +174,35 @@ def test_a_pinned_variable_set_by_the_user_is_named_not_blamed_on_the_import_ord
     assert "imported before" not in text and "only within tolerance" in text
     assert "pinned except MKL_CBWR=AVX2" in _describe(MKL_CBWR="AVX2")
     assert numerics.overrides({"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "avx2"}) == {"ATEN_CPU_CAPABILITY": "avx2"}
+
+
+KEY = r"""
+import json
+import dlgn_lib as dl
+cfg = dl.config.RunConfig(dl.config.DataSpec.make("circle", target="steps"), dl.config.ModelSpec.make("dlgn", (8, 8)))
+print(json.dumps({"key": cfg.key(), "tag": dl.numerics.cache_tag(), "about": cfg.to_dict(), "code": dl.config.CODE_VERSION}))
+"""
+
+
+def _key(**env) -> dict:
+    environ = {k: v for k, v in os.environ.items() if k not in (*numerics.PINNED, "DLGN_NUMERICS", "DLGN_NUM_THREADS")}
+    environ.update(env)
+    out = subprocess.run([sys.executable, "-c", KEY], env=environ, capture_output=True, text=True, cwd=REPO,
+                         check=True, timeout=120).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_the_run_cache_key_names_the_code_path_off_the_pin():
+    # A run trained on one code path must not be served to a process on another (their last bits
+    # differ and training magnifies them): the key carries the path, except on the pinned one,
+    # whose key is the hash of the config and the code version alone.
+    pinned = _key()
+    text = json.dumps({"config": pinned["about"], "code": pinned["code"]}, sort_keys=True, default=list)
+    assert pinned["tag"] is None and pinned["key"] == hashlib.sha256(text.encode()).hexdigest()
+    others = {"native": _key(DLGN_NUMERICS="native"), "avx2": _key(ATEN_CPU_CAPABILITY="avx2"),
+              "threads": _key(DLGN_NUM_THREADS="2")}
+    assert "threads=1" in others["native"]["tag"] and "MKL_CBWR=(auto)" in others["native"]["tag"]
+    assert "ATEN_CPU_CAPABILITY=avx2" in others["avx2"]["tag"] and "MKL_CBWR=COMPATIBLE" in others["avx2"]["tag"]
+    assert "ATEN_CPU_CAPABILITY=default" in others["threads"]["tag"] and "threads=2" in others["threads"]["tag"]
+    keys = {pinned["key"], *(o["key"] for o in others.values())}
+    assert len(keys) == 4, "each code path has its own key"
