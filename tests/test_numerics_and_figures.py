@@ -41,12 +41,16 @@ print(json.dumps({"hash": hashlib.sha256(b"".join(p.detach().numpy().tobytes() f
 """
 
 
+def _fresh_process(code: str, env: dict, timeout: int = 300) -> str:
+    """stdout of ``python -c code`` in a fresh process with none of the code-path variables set but ``env``."""
+    unset = (*numerics.PINNED, "DLGN_NUMERICS", "DLGN_NUM_THREADS", "GLIBC_TUNABLES")
+    environ = {**{k: v for k, v in os.environ.items() if k not in unset}, **env}
+    return subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, cwd=REPO,
+                          check=True, timeout=timeout).stdout.strip()
+
+
 def _train(**env) -> dict:
-    environ = {k: v for k, v in os.environ.items() if k not in (*numerics.PINNED, "DLGN_NUMERICS", "GLIBC_TUNABLES")}
-    environ.update(env)
-    out = subprocess.run([sys.executable, "-c", TRAIN], env=environ, capture_output=True, text=True, cwd=REPO,
-                         check=True, timeout=300).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return json.loads(_fresh_process(TRAIN, env).splitlines()[-1])
 
 
 def test_the_pin_is_the_default_and_native_turns_it_off():
@@ -161,10 +165,7 @@ def test_verify_catches_a_planted_number_and_a_flipped_check(tmp_path):
 
 
 def _describe(**env) -> str:
-    environ = {k: v for k, v in os.environ.items() if k not in (*numerics.PINNED, "DLGN_NUMERICS")}
-    environ.update(env)
-    return subprocess.run([sys.executable, "-c", "import dlgn_lib; print(dlgn_lib.numerics.describe())"], env=environ,
-                          capture_output=True, text=True, cwd=REPO, check=True, timeout=120).stdout.strip()
+    return _fresh_process("import dlgn_lib; print(dlgn_lib.numerics.describe())", env, timeout=120)
 
 
 def test_a_pinned_variable_set_by_the_user_is_named_not_blamed_on_the_import_order():
@@ -185,11 +186,7 @@ print(json.dumps({"key": cfg.key(), "tag": dl.numerics.cache_tag(), "about": cfg
 
 
 def _key(**env) -> dict:
-    environ = {k: v for k, v in os.environ.items() if k not in (*numerics.PINNED, "DLGN_NUMERICS", "DLGN_NUM_THREADS")}
-    environ.update(env)
-    out = subprocess.run([sys.executable, "-c", KEY], env=environ, capture_output=True, text=True, cwd=REPO,
-                         check=True, timeout=120).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return json.loads(_fresh_process(KEY, env, timeout=120).splitlines()[-1])
 
 
 def test_the_run_cache_key_names_the_code_path_off_the_pin():
