@@ -289,6 +289,14 @@ def expected_seconds(notebooks: Sequence[Path], profile: str) -> dict[str, float
     return out
 
 
+def longest_first(notebooks: Sequence[Path], expected: dict[str, float]) -> list[Path]:
+    """The order notebooks start in: the longest last measured time first (a notebook without
+    one counts as longest), series order among equals. With fewer workers than notebooks this
+    keeps a long notebook from starting last and running alone at the end."""
+    longest = max(expected.values(), default=0.0)
+    return sorted(notebooks, key=lambda nb: -expected.get(nb.name, longest + 1.0))
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
@@ -336,19 +344,21 @@ def progress_line(running: dict[str, float], done: set[str], total: int, elapsed
 
 def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile: str, kernel_name: str,
                    progress: Callable[[str], None] | None) -> list[Result]:
-    """Submit one task per notebook, report them as they start and finish (and every
-    ``HEARTBEAT_S`` seconds, what is running and about how long is left); results in series order."""
+    """Submit one task per notebook, longest first (:func:`longest_first`), report them as they
+    start and finish (and every ``HEARTBEAT_S`` seconds, what is running and about how long is
+    left); results in series order."""
     topic = f"dlgn-series-{uuid.uuid4().hex}"   # one per call: runs sharing a cluster do not mix
     running: dict[str, float] = {}
     done: set[str] = set()
     stop = threading.Event()
+    expected = expected_seconds(notebooks, profile)
+    order = longest_first(notebooks, expected)
     if progress:
         def started(event):
             _, message = event
             running[message["notebook"]] = time.perf_counter()
             progress(f"running {message['notebook']} (profile {profile}) on {message['worker']} ...")
         client.subscribe_topic(topic, started)
-        expected = expected_seconds(notebooks, profile)
         workers = max(len(client.scheduler_info().get("workers", {})), 1)
         begun = time.perf_counter()
 
@@ -362,8 +372,9 @@ def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile:
     submitted = time.perf_counter()
     futures = {
         client.submit(run_notebook_task, notebook, output_dir, profile, kernel_name, topic if progress else None,
-                      pure=False, key=f"notebook-{notebook.stem}-{uuid.uuid4().hex[:8]}"): notebook
-        for notebook in notebooks
+                      pure=False, key=f"notebook-{notebook.stem}-{uuid.uuid4().hex[:8]}",
+                      priority=len(order) - rank): notebook   # Dask starts higher priorities first
+        for rank, notebook in enumerate(order)
     }
     results = {}
     try:

@@ -230,3 +230,22 @@ def test_a_kernel_killed_from_outside_ends_its_notebook_and_the_series_goes_on(t
     assert not worker.is_alive(), "the notebook still waits on its dead kernel after 120 s"
     (result,) = results
     assert not result.ok and result.error == "DeadKernelError", (result.error, result.message)
+
+
+def test_longest_notebooks_start_first_and_results_stay_in_series_order(tmp_path, build, monkeypatch):
+    # One worker, three notebooks whose last measured times are 1 s, 30 s and none: the one
+    # without a time (a new notebook) starts first, then 30 s, then 1 s; the summary keeps series order.
+    folder = tmp_path / "timed"
+    folder.mkdir()
+    for name in ("01_short", "02_long", "03_new"):
+        write_notebook(folder / f"{name}.ipynb", f"print('{name}')", parameters='PROFILE = "quick"')
+    measured = {"01_short.ipynb": 1.0, "02_long.ipynb": 30.0}
+    monkeypatch.setattr(series, "expected_seconds", lambda notebooks, profile: dict(measured))
+    assert [p.name for p in series.longest_first(series.find_notebooks(folder), measured)] == [
+        "03_new.ipynb", "02_long.ipynb", "01_short.ipynb"]
+    lines = []
+    results = series.run_series(folder, workers=1, progress=lines.append)
+    assert [r.notebook for r in results] == ["01_short.ipynb", "02_long.ipynb", "03_new.ipynb"]
+    assert all(r.ok for r in results), [r.message for r in results]
+    started = [line.split()[1] for line in lines if line.startswith("running ")]
+    assert started == ["03_new.ipynb", "02_long.ipynb", "01_short.ipynb"], lines
