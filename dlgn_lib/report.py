@@ -242,7 +242,9 @@ def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
     old["about"] = ("Verdicts and runtimes of the series executed with PROFILE=full (python -m dlgn_lib.report "
                     "record FOLDER); `note` says how a notebook was run, `code_version` and `machine` (CPU, "
                     "numeric code path, library versions) what ran it, `rule` the version of the notebook's "
-                    "verdict rule it ran under; entries without them predate that.")
+                    "verdict rule it ran under; entries without them predate that. `cold_seconds`, set by hand "
+                    "where `seconds` was measured from runs trained beforehand, is the time with those runs "
+                    "trained from an empty cache; a new record of the notebook drops it.")
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     return old
