@@ -23,6 +23,7 @@ and ``manifest.json`` (the config, the code version, who made it and the SHA-256
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import errno
 import fcntl
@@ -36,13 +37,15 @@ import socket
 import sys
 import tempfile
 import time
+import multiprocessing
 from pathlib import Path
 
 import torch
+from tqdm.auto import tqdm
 
-from . import __version__, batched, config as _config, fused, locations
+from . import __version__, batched, config as _config, fused, locations, models
 from .config import RunConfig
-from .train import Run, train
+from .train import Run, quiet, train
 
 FORMAT = 1
 #: The payload of ``run.pt``: its keys and their types (the layout every entry must have).
@@ -456,8 +459,82 @@ def summary_line(n_runs: int, tally: dict) -> str:
     return line + (f" in {tally['seconds']:.1f} s" if tally["trained"] else "")
 
 
+def train_processes() -> int:
+    """Processes that train groups of seeds side by side in ``get_or_train_many``
+    (``DLGN_TRAIN_PROCESSES``, default 1: every group in this process, one after another)."""
+    value = os.environ.get("DLGN_TRAIN_PROCESSES", "1")
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"DLGN_TRAIN_PROCESSES={value!r} is not allowed; use a positive integer (default 1)")
+    return int(value)
+
+
+class OtherCodePath(RuntimeError):
+    """A side-by-side training process would run another numeric code path than its parent."""
+
+
+def _train_in_child(configs: list[RunConfig], threads: int, made_by: dict | None, keys: list[str]) -> int:
+    """In a spawned process: train and save the missing seeds of one group (``_get_or_train_seeds``
+    under the group's locks) at the parent's torch thread count, its entries saying what made them
+    as the parent's would (``config.made_by``); returns how many it trained.
+
+    Raises ``OtherCodePath`` before any training where this process keys the configs otherwise
+    than the parent (``keys``): its numeric code path differs (the parent imported numpy or torch
+    before ``dlgn_lib``, say), so its runs would not be the parent's.
+    """
+    torch.set_num_threads(threads)
+    if [c.key() for c in configs] != keys:
+        from . import numerics
+        raise OtherCodePath(f"a new process runs the numeric code path {numerics.cache_tag() or 'pinned'}, "
+                            f"another than this one's")
+    _config._MADE_BY = made_by
+    tally = {"loaded": 0, "trained": 0, "seconds": 0.0}
+    _get_or_train_seeds(configs, device=None, progress=False, say=_speaker(False), tally=tally)
+    return tally["trained"]
+
+
+def _train_side_by_side(groups: list[list[RunConfig]], processes: int, device, progress: bool | None) -> int:
+    """Train the groups that have missing entries in up to ``processes`` spawned processes, one
+    group per process at a time, each saving its runs to the cache; returns the runs trained.
+
+    Each process runs the same training code on the same thread count as this one (so the same
+    code path and cache keys), and a group's seeds still train together: the runs are the ones
+    this process would train, bit for bit. Where a process fails (a read-only cache, a full disk,
+    a killed process), the failure is reported and the group is left to this process, which
+    trains it or raises the error with its usual message.
+    """
+    on = torch.device(device) if device is not None else models.default_device()
+    if processes < 2 or len(groups) < 2 or on.type != "cpu":
+        return 0
+    todo = [[c for c in group if not (entry_dir(c) / "manifest.json").exists()] for group in groups]
+    todo = [group for group in todo if group]
+    if len(todo) < 2:
+        return 0
+    trained = 0
+    show = (not quiet()) if progress is None else progress
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=min(processes, len(todo)), mp_context=context) as pool:
+        futures = {pool.submit(_train_in_child, group, torch.get_num_threads(), _config.made_by(),
+                               [c.key() for c in group]): group for group in todo}
+        other_path = 0
+        for future in tqdm(concurrent.futures.as_completed(futures), total=len(futures), disable=not show,
+                           desc=f"groups of seeds, {min(processes, len(todo))} processes", leave=False):
+            try:
+                trained += future.result()
+            except OtherCodePath as exc:   # said once below
+                other_path += 1
+                reason = exc
+            except Exception as exc:   # left to this process, which trains it or reports the error itself
+                print(f"training {futures[future][0].label()} in a separate process failed "
+                      f"({type(exc).__name__}: {exc}); training it here", file=sys.stderr, flush=True)
+        if other_path:
+            print(f"{other_path} group(s) of seeds not trained side by side: {reason}; training them here, "
+                  f"one after another (import dlgn_lib before numpy and torch to train them side by side)",
+                  file=sys.stderr, flush=True)
+    return trained
+
+
 def get_or_train_many(configs, *, device=None, progress: bool | None = None, verbose: bool = True,
-                      detail: bool = False) -> list[Run]:
+                      detail: bool = False, processes: int | None = None) -> list[Run]:
     """``get_or_train`` for each config; returns the runs in the order of ``configs``.
 
     Configs equal in everything but ``seed`` form a group: its configs missing from the cache
@@ -466,17 +543,32 @@ def get_or_train_many(configs, *, device=None, progress: bool | None = None, ver
     trained in 31.2 s", ``summary_line``) unless ``verbose`` is false; ``detail=True`` adds the
     "loaded run …" / "training …" line of every run. A config listed twice is looked up once.
     Corrupt entries are always reported (on stderr).
+
+    ``processes`` (default ``train_processes()``, ``DLGN_TRAIN_PROCESSES``): with 2 or more and
+    two or more groups to train on a CPU, the groups train side by side in that many spawned
+    processes (each group's seeds still together, at this process's thread count), giving the same
+    runs bit for bit; the summary's time is then the wall time.
     """
     configs = list(configs)
     groups: dict[str, dict[str, RunConfig]] = {}
     for config in configs:
         groups.setdefault(config.replace(seed=0).key(), {}).setdefault(config.key(), config)
+    if processes is not None and (isinstance(processes, bool) or not isinstance(processes, int) or processes < 1):
+        raise ValueError(f"processes={processes!r} is not allowed; use a positive integer (or None: "
+                         f"DLGN_TRAIN_PROCESSES, default 1)")
     found: dict[str, Run] = {}
     say, tally = _speaker(verbose and detail), {"loaded": 0, "trained": 0, "seconds": 0.0}
+    start = time.perf_counter()
+    elsewhere = _train_side_by_side([list(g.values()) for g in groups.values()],
+                                    train_processes() if processes is None else processes, device, progress)
     for group in groups.values():
         members = list(group.values())
         got = _get_or_train_seeds(members, device=device, progress=progress, say=say, tally=tally)
         found.update((c.key(), run) for c, run in zip(members, got))
+    if elsewhere:   # trained by the side-by-side processes, then loaded here: count them as trained
+        tally["loaded"] -= elsewhere
+        tally["trained"] += elsewhere
+        tally["seconds"] = time.perf_counter() - start
     if verbose and configs:
         print(summary_line(sum(len(g) for g in groups.values()), tally), flush=True)
     return [found[c.key()] for c in configs]

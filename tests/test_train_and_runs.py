@@ -1,4 +1,5 @@
 """Training engine and run cache (reconstruction §7): determinism, snapshots, atomicity, corruption, races."""
+import concurrent.futures
 import json
 import os
 import pickle
@@ -182,3 +183,93 @@ def test_two_processes_on_one_config_train_once_and_agree(cache_dir):
     assert len(results) == 1
     entries = [p for p in cache_dir.iterdir() if not p.name.startswith(".")]
     assert len(entries) == 1 and sorted(f.name for f in entries[0].iterdir()) == ["manifest.json", "run.pt"]
+
+
+
+SIDE_BY_SIDE = """
+import json, os, sys
+import dlgn_lib
+import torch
+from dlgn_lib import config as C, runs
+root = sys.argv[1]
+relu, sf = C.ModelSpec.make("relu", (4, 4)), C.ModelSpec.make("dlgn_sf", (4, 4))
+base = C.RunConfig(C.DataSpec.make("circle", target="steps", n_train=64, n_val=64, n_test=64),
+                   C.ModelSpec.make("dlgn", (4, 4), gate_bias=True), epochs=20, n_snapshots=6)
+configs = ([base.replace(seed=s) for s in (0, 1)] + [base.replace(model=relu, seed=s) for s in (0, 1)]
+           + [base.replace(model=sf, seed=3)])
+C._MADE_BY = {"notebook": "07", "profile": "full"}
+calls, train_group = [], runs.train_group   # groups trained in this process (not in spawned ones)
+runs.train_group = lambda group, **kw: calls.append(len(group)) or train_group(group, **kw)
+os.environ["DLGN_RUNS_DIR"] = os.path.join(root, "side")
+side = runs.get_or_train_many(configs, processes=2)
+side_calls, calls[:] = list(calls), []
+made_by = [json.load(open(runs.entry_dir(c) / "manifest.json"))["made_by"] for c in configs]
+os.environ["DLGN_RUNS_DIR"] = os.path.join(root, "here")
+runs.concurrent.futures.ProcessPoolExecutor = None   # processes=1 must start none
+here = runs.get_or_train_many(configs, processes=1)
+def same(a, b):
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+print(json.dumps({"made_by": made_by, "calls": [side_calls, calls], "equal": [
+    a.history == b.history and same(a.best_state, b.best_state) and a.snapshots.keys() == b.snapshots.keys()
+    and all(same(a.snapshots[e], b.snapshots[e]) for e in a.snapshots) for a, b in zip(side, here)]}))
+"""
+
+
+def test_groups_trained_side_by_side_in_processes_equal_the_runs_trained_here(tmp_path):
+    # In a fresh process (dlgn_lib imported first, as a notebook does): three groups missing from
+    # the cache (DLGN 2 seeds, ReLU 2 seeds, DLGN-SF 1 seed) trained by 2 spawned processes and
+    # loaded back equal, bit for bit, the runs trained one group after another in the process
+    # itself; the summary counts them as trained, and the entries say what made them.
+    env = {**os.environ, "DLGN_QUIET": "1"}
+    env.pop("DLGN_RUNS_DIR", None)
+    out = subprocess.run([sys.executable, "-c", SIDE_BY_SIDE, str(tmp_path)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("5 runs: 0 loaded from the cache, 5 trained in"), out.stdout
+    assert "not trained side by side" not in out.stderr and "failed" not in out.stderr, out.stderr
+    result = json.loads(lines[-1])
+    assert result["made_by"] == [{"notebook": "07", "profile": "full"}] * 5
+    assert result["calls"] == [[], [2, 2, 1]]   # side by side: nothing trained in the process itself
+    assert result["equal"] == [True] * 5
+
+
+def test_a_side_by_side_process_on_another_code_path_trains_nothing(cache_dir):
+    config = small_config()
+    with pytest.raises(runs.OtherCodePath, match="another than this one's"):
+        runs._train_in_child([config], 1, None, ["0" * 64])
+    assert not runs.entry_dir(config).exists()
+
+
+def test_side_by_side_processes_are_checked_and_a_failed_process_leaves_its_group_here(monkeypatch, capsys):
+    monkeypatch.setenv("DLGN_TRAIN_PROCESSES", "zero")
+    with pytest.raises(ValueError, match="DLGN_TRAIN_PROCESSES='zero'"):
+        runs.train_processes()
+    with pytest.raises(ValueError, match="processes=0"):
+        runs.get_or_train_many([small_config()], processes=0)
+    monkeypatch.delenv("DLGN_TRAIN_PROCESSES")
+    failures = iter([RuntimeError("killed"), runs.OtherCodePath("a new process runs the numeric code path X")])
+
+    def fail(*args):
+        raise next(failures)
+
+    class Pool:   # runs the submitted function here, so that the failures above are what it returns
+        def __init__(self, **kw): pass
+        def __enter__(self): return self
+        def __exit__(self, *a): return False
+        def submit(self, fn, *args):
+            future = concurrent.futures.Future()
+            try:
+                future.set_result(fn(*args))
+            except Exception as exc:
+                future.set_exception(exc)
+            return future
+    monkeypatch.setattr(runs, "_train_in_child", fail)
+    monkeypatch.setattr(runs.concurrent.futures, "ProcessPoolExecutor", Pool)
+    configs = [small_config(seed=0), small_config(model=C.ModelSpec.make("relu", (4, 4)), seed=0)]
+    got = runs.get_or_train_many(configs, processes=2)
+    captured = capsys.readouterr()
+    assert "in a separate process failed (RuntimeError: killed); training it here" in captured.err
+    assert "1 group(s) of seeds not trained side by side: a new process runs the numeric code path X" in captured.err
+    assert "2 runs: 0 loaded from the cache, 2 trained in" in captured.out
+    assert [r.config for r in got] == configs and all(runs.entry_dir(c).exists() for c in configs)
