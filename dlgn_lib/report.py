@@ -83,7 +83,7 @@ LIVE = {
 }
 
 #: How the recorded ``full`` run was made (the record's ``note`` adds what was cached).
-FULL_SETTING = "a 2-core CPU, two notebooks side by side, one torch thread each"
+FULL_SETTING = "a 2-core CPU, one torch thread per process"
 
 _CHECK = re.compile(r"^\s*\[(pass|FAIL|inconclusive)\] (.*) = (\S+)(?:, 90% \[(\S+), (\S+)\])?"
                     r"  \(threshold: (\S+) (\S+)(?:; (.*))?\)$")
@@ -261,6 +261,7 @@ class Measured:
     full_seconds: float | None
     full_note: str
     full_rule: int | None = None   # the rule version the full run was recorded under (None: before rules v3)
+    full_cold_seconds: float | None = None   # with its runs trained from an empty cache (the record's cold_seconds, else seconds)
 
 
 def measured(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> dict[str, Measured]:
@@ -272,7 +273,8 @@ def measured(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) ->
         out[nb_id] = Measured(nb_id, path.stem, verdicts_of(nb), seconds_of(nb),
                               _verdicts_from_record(entry) if entry else None,
                               entry["seconds"] if entry else None, entry.get("note", "") if entry else "",
-                              entry.get("rule") if entry else None)
+                              entry.get("rule") if entry else None,
+                              entry.get("cold_seconds", entry["seconds"]) if entry else None)
     return out
 
 
@@ -445,9 +447,12 @@ def times_table(data: dict[str, Measured], live: bool = False) -> str:
         rows.append(f"| {m.name.replace('_', ' ', 1)} | {claims[n]} | {_seconds(m.quick_seconds)} | "
                     f"{_seconds(m.full_seconds)} | {_escape(m.full_note) or '—'} |" + (f" {LIVE.get(n, '—')} |" if live else ""))
     total = sum(m.full_seconds or 0 for m in data.values())
+    cold = sum(m.full_cold_seconds or 0 for m in data.values())
     rows.append(f"\nAll {len(data)} notebooks: `quick` {sum(m.quick_seconds for m in data.values()):,.0f} s with a "
-                f"warm run cache (the committed outputs' cell timings); `full` {total:,.0f} s as recorded "
-                f"(`docs/full_results.json`: {FULL_SETTING}).")
+                f"warm run cache (the committed outputs' cell timings); `full` {total:,.0f} s as recorded, "
+                f"{cold:,.0f} s with every notebook's runs trained from an empty cache (the record's "
+                f"`cold_seconds` where a notebook read runs trained beforehand) (`docs/full_results.json`: "
+                f"{FULL_SETTING}; the last column says what ran beside each).")
     return "\n".join(rows)
 
 

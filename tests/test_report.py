@@ -182,3 +182,12 @@ def test_the_course_guide_verdict_table_shows_now_and_every_earlier_verdict(monk
                        'C6 v1, "he", full: SUPPORTED (2 of 2)<br>C6 v2, "group", quick: SUPPORTED (4 of 4) |')
     assert rows[3] == "| 08 | C7: SUPPORTED, 1 of 1 | no run under rules v3 yet | — |"   # its full ran under v2
     assert len(rows) == 4                                                      # 11 has no verdict
+
+
+def test_the_times_table_adds_the_cold_times_beside_the_recorded_ones():
+    # A notebook recorded from runs trained beforehand (9 s, cold 5,000 s) beside one recorded cold
+    # (100 s): as recorded 109 s, from an empty cache 5,100 s.
+    data = {"01": report.Measured("01", "01_paths", [], 1.0, [], 100.0, "empty cache", 3, 100.0),
+            "09": report.Measured("09", "09_table", [], 2.0, [], 9.0, "runs trained beforehand", 1, 5000.0)}
+    total = report.times_table(data).splitlines()[-1]
+    assert "`full` 109 s as recorded, 5,100 s with every notebook's runs trained from an empty cache" in total
