@@ -29,6 +29,7 @@ import errno
 import fcntl
 import hashlib
 import json
+import multiprocessing
 import os
 import pickle
 import re
@@ -37,7 +38,6 @@ import socket
 import sys
 import tempfile
 import time
-import multiprocessing
 from pathlib import Path
 
 import torch
