@@ -28,6 +28,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -218,7 +219,9 @@ def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
     """Write the ``full`` record from notebooks executed with ``PROFILE=full`` in ``folder``.
 
     Each notebook must have run under ``full`` (papermill's parameters say so); its verdicts and
-    duration replace the old entry, whose ``note`` (how it was run) is kept.
+    duration replace the old entry, whose ``note`` (how it was run) is kept. The folder's
+    ``series.json`` (written by ``series run``), when there is one, is recorded under ``series``,
+    keyed by its notebook ids: the run's wall time, workers, and whether its run cache was empty.
     """
     old = json.loads(record.read_text()) if record.exists() else {"notebooks": {}}
     found = _notebooks(folder)
@@ -239,12 +242,23 @@ def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
         entry["code_path"] = code_path_of(path)
         entry["rule"] = current_rule(nb_id)
         old["notebooks"][nb_id] = entry
+    series_note = Path(folder) / "series.json"
+    if series_note.exists():
+        run = json.loads(series_note.read_text())
+        if run.get("profile") != "full" or sorted(run.get("notebooks", {})) != sorted(p.name for p in found.values()):
+            raise ValueError(f"{series_note}: a run of {sorted(run.get('notebooks', {}))} under "
+                             f"{run.get('profile')!r}, not of this folder's notebooks under 'full'")
+        key = " ".join(sorted(found))
+        run["note"] = old.get("series", {}).get(key, {}).get("note", run.get("note", ""))
+        old.setdefault("series", {})[key] = run
     old["about"] = ("Verdicts and runtimes of the series executed with PROFILE=full (python -m dlgn_lib.report "
                     "record FOLDER); `note` says how a notebook was run, `code_version` and `machine` (CPU, "
                     "numeric code path, library versions) what ran it, `rule` the version of the notebook's "
                     "verdict rule it ran under; entries without them predate that. `cold_seconds`, set by hand "
                     "where `seconds` was measured from runs trained beforehand, is the time with those runs "
-                    "trained from an empty cache; a new record of the notebook drops it.")
+                    "trained from an empty cache; a new record of the notebook drops it. `series` holds the "
+                    "runs of `series run` as their series.json states them, keyed by their notebook ids: wall "
+                    "time from start to end, workers, and whether the run cache was empty at the start.")
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     return old
@@ -439,7 +453,40 @@ def verdicts_by_notebook_table(data: dict[str, Measured]) -> str:
     return "\n".join(rows)
 
 
-def times_table(data: dict[str, Measured], live: bool = False) -> str:
+def series_line(series: dict, ids: Sequence[str]) -> str:
+    """What the record says of the whole series from an empty run cache: one cold run of every
+    notebook, or cold runs of parts of it (each from its own empty cache) and what they leave out;
+    parts that overlap are not added up."""
+    cold = {key: run for key, run in series.items()
+            if run.get("profile") == "full" and run.get("runs_cache_empty_at_start")
+            and all(n.get("status") == "ok" for n in run.get("notebooks", {}).values())}
+    how = "`python -m dlgn_lib.series run --profile full`, its `series.json`"
+    if not cold:
+        return f"The whole series from an empty run cache ({how}): not measured yet."
+
+    def part(key: str, run: dict) -> str:
+        return (f"{key} in {run['seconds']:,.0f} s ({run['seconds'] / 3600:.2f} h; {run['workers']} workers, "
+                f"{run.get('numerics', '?')} code path, code {run.get('code_version', '?')}, {run.get('started', '?')[:10]})")
+
+    whole = [key for key in cold if set(key.split()) >= set(ids)]
+    if whole:
+        key = min(whole, key=lambda k: cold[k]["seconds"])
+        return f"The whole series from an empty run cache ({how}): all {len(ids)} notebooks, " + part(key, cold[key]) + "."
+    chosen, covered = [], set()
+    for key in sorted(cold, key=lambda k: cold[k].get("started", "")):   # disjoint parts, earliest first
+        if not covered & set(key.split()):
+            chosen.append(key)
+            covered |= set(key.split())
+    missing = [i for i in ids if i not in covered]
+    text = (f"The whole series from an empty run cache ({how}), measured in parts, each from its own empty "
+            f"cache: " + "; ".join(part(k, cold[k]) for k in chosen))
+    if missing:
+        return text + f"; not measured yet: {' '.join(missing)}."
+    total = sum(cold[k]["seconds"] for k in chosen)
+    return text + f"; the parts together: {total:,.0f} s ({total / 3600:.2f} h)."
+
+
+def times_table(data: dict[str, Measured], live: bool = False, series: dict | None = None) -> str:
     claims = {n: ", ".join(c for c, _, nbs in CLAIMS if n in nbs and c != "—") or "—" for n in data}
     head = "| notebook | claims | `quick`, warm cache | `full` | how `full` was run |" + (" live elements |" if live else "")
     rows = [head, "|---|---|---|---|---|" + ("---|" if live else "")]
@@ -453,6 +500,8 @@ def times_table(data: dict[str, Measured], live: bool = False) -> str:
                 f"{cold:,.0f} s with every notebook's runs trained from an empty cache (the record's "
                 f"`cold_seconds` where a notebook read runs trained beforehand) (`docs/full_results.json`: "
                 f"{FULL_SETTING}; the last column says what ran beside each).")
+    if series is not None:
+        rows.append("\n" + series_line(series, list(data)))
     return "\n".join(rows)
 
 
@@ -599,7 +648,8 @@ def generated(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -
     from dlgn_lib import bench
     readme = _replace_block(readme, "bench", bench_table(*bench.load_record()) if bench.RECORD.exists() else
                             "No benchmark record yet: run `python -m dlgn_lib.bench --series --record`.", str(README))
-    out[README] = _replace_block(readme, "times", times_table(data), str(README))
+    series = json.loads(record.read_text()).get("series", {}) if record.exists() else {}
+    out[README] = _replace_block(readme, "times", times_table(data, series=series), str(README))
     out[RECONSTRUCTION] = _replace_block(RECONSTRUCTION.read_text(), "tolerances", tolerance_table(spread),
                                          str(RECONSTRUCTION))
     from dlgn_lib import classwalk

@@ -451,13 +451,42 @@ def run_series(
     # Absolute, because papermill saves the copy from inside the notebooks folder.
     output_dir = Path(output_dir).resolve() if output_dir is not None else build_dir() / "notebooks"
     if client is not None:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        return _run_on_client(client, notebooks, output_dir, profile, kernel_name, progress)
+        return _run_and_note(client, notebooks, output_dir, profile, kernel_name, progress)
     if workers is None and scheduler is None:
         workers = min(os.cpu_count() or 1, len(notebooks))
     with cluster.client(workers, scheduler) as own_client:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        return _run_on_client(own_client, notebooks, output_dir, profile, kernel_name, progress)
+        return _run_and_note(own_client, notebooks, output_dir, profile, kernel_name, progress)
+
+
+#: What ``series run`` writes beside the executed copies: how the whole run went.
+SERIES_NOTE = "series.json"
+
+
+def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: str, kernel_name: str,
+                  progress: Callable[[str], None] | None) -> list[Result]:
+    """:func:`_run_on_client`, then :data:`SERIES_NOTE` in ``output_dir``: the run's wall time
+    from start to the last notebook's end, its workers, whether the run cache was empty at the
+    start, the code path and code version, and each notebook's status and time (what
+    ``report record`` reads to record a cold series). An interrupted run writes none."""
+    from dlgn_lib import locations, numerics
+    from dlgn_lib.verify import code_version
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / SERIES_NOTE).unlink(missing_ok=True)   # a note of an earlier run here is not this run's
+    runs = locations.runs_dir()
+    cache_empty = not runs.is_dir() or not any(runs.iterdir())
+    workers = len(client.scheduler_info().get("workers", {}))
+    started, begun = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
+    results = _run_on_client(client, notebooks, output_dir, profile, kernel_name, progress)
+    note = {"profile": profile, "workers": workers, "seconds": round(time.perf_counter() - begun, 1),
+            "started": started.isoformat(timespec="seconds"), "runs_cache_empty_at_start": cache_empty,
+            "runs_cache": display_path(runs), "numerics": numerics.mode(), "code_version": code_version(),
+            "notebooks": {r.notebook: {"status": r.status, "seconds": round(r.seconds, 1)} for r in results}}
+    (output_dir / SERIES_NOTE).write_text(json.dumps(note, indent=1) + "\n")
+    if progress:
+        progress(f"series: {len(results)} notebooks in {_minutes(note['seconds'])} on {workers} worker"
+                 f"{'s' if workers != 1 else ''}, run cache {'empty' if cache_empty else 'not empty'} at the start "
+                 f"({display_path(output_dir / SERIES_NOTE)})")
+    return results
 
 
 def execute_in_place(notebooks: Sequence[Path], progress: Callable[[str], None] | None = print) -> None:

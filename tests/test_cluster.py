@@ -307,7 +307,7 @@ def test_cli_passes_workers_and_scheduler_to_the_cluster(notebooks, tmp_path, mo
         return [series.Result(nb.name, None, "", 0.1, (), output_dir / nb.name) for nb in notebooks_]
 
     monkeypatch.setattr(cluster, "client", fake_client)
-    monkeypatch.setattr(series, "_run_on_client", fake_run)
+    monkeypatch.setattr(series, "_run_and_note", fake_run)
     monkeypatch.setenv("DLGN_BUILD_DIR", str(tmp_path / "build"))
 
     assert series.main(["run", "--notebooks", str(notebooks), *arguments]) == 0

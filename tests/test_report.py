@@ -72,6 +72,54 @@ def test_record_keeps_notes_and_refuses_a_run_that_was_not_full(tmp_path):
         report.record_full(tmp_path / "empty", record)
 
 
+def test_record_keeps_a_series_run_beside_the_notebooks_and_refuses_one_of_other_notebooks(tmp_path):
+    folder, record = tmp_path / "full", tmp_path / "record.json"
+    folder.mkdir()
+    nb = executed(printed_verdict("C3", [verdict.check("disagreements", 0, "<=", 0)], "full"),
+                  papermill={"duration": 217.4, "parameters": {"PROFILE": "full"}})
+    nbformat.write(nb, folder / "03_regions.ipynb")
+    nbformat.write(nb, folder / "01_paths.ipynb")
+    run = {"profile": "full", "workers": 2, "seconds": 300.0, "runs_cache_empty_at_start": True,
+           "notebooks": {"03_regions.ipynb": {"status": "ok", "seconds": 217.4},
+                         "01_paths.ipynb": {"status": "ok", "seconds": 80.0}}}
+    (folder / "series.json").write_text(json.dumps(run))
+    record.write_text(json.dumps({"notebooks": {}, "series": {"01 03": {"note": "two at a time"}}}))
+    written = report.record_full(folder, record)
+    assert written["series"] == {"01 03": {**run, "note": "two at a time"}}
+    assert json.loads(record.read_text()) == written
+    run["notebooks"].pop("01_paths.ipynb")
+    (folder / "series.json").write_text(json.dumps(run))
+    before = record.read_text()
+    with pytest.raises(ValueError, match="not of this folder's notebooks"):
+        report.record_full(folder, record)
+    assert record.read_text() == before   # nothing recorded from a mismatched folder
+
+
+def _run(ids, seconds, started, empty=True, status="ok"):
+    return " ".join(ids), {"profile": "full", "workers": 2, "seconds": seconds, "started": started,
+                           "runs_cache_empty_at_start": empty, "numerics": "native", "code_version": "abc1234",
+                           "notebooks": {f"{i}_x.ipynb": {"status": status, "seconds": 1.0} for i in ids}}
+
+
+def test_the_series_line_adds_disjoint_cold_parts_and_names_what_is_missing():
+    ids = ["00", "01", "02", "03"]
+    assert report.series_line({}, ids).endswith("not measured yet.")
+    first = dict([_run(["00", "02"], 3600.0, "2026-12-04T16:00:00+00:00")])
+    line = report.series_line(first, ids)
+    assert "00 02 in 3,600 s (1.00 h; 2 workers, native code path, code abc1234, 2026-12-04)" in line
+    assert line.endswith("not measured yet: 01 03.")
+    # a warm run, a failed one and one overlapping an earlier part are not added up
+    for other in (_run(["01", "03"], 999.0, "2026-12-05T09:00:00+00:00", empty=False),
+                  _run(["01", "03"], 999.0, "2026-12-05T10:00:00+00:00", status="FAILED ValueError"),
+                  _run(["01", "02", "03"], 999.0, "2026-12-05T11:00:00+00:00")):
+        assert report.series_line({**first, **dict([other])}, ids).endswith("not measured yet: 01 03.")
+    both = {**first, **dict([_run(["01", "03"], 5400.0, "2026-12-05T09:00:00+00:00")])}
+    assert report.series_line(both, ids).endswith("the parts together: 9,000 s (2.50 h).")
+    # one cold run of the whole series is the measurement itself
+    whole = {**both, **dict([_run(ids, 7200.0, "2026-12-06T09:00:00+00:00")])}
+    assert "all 4 notebooks, 00 01 02 03 in 7,200 s (2.00 h;" in report.series_line(whole, ids)
+
+
 def test_a_block_is_replaced_between_its_markers_only():
     text = "before\n<!-- report:x -->\nold\n<!-- /report:x -->\nafter\n"
     assert report._replace_block(text, "x", "new", "f") == "before\n<!-- report:x -->\nnew\n<!-- /report:x -->\nafter\n"

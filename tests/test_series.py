@@ -1,6 +1,7 @@
 """The series runner on two tiny notebooks: one prints verdicts, one raises."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -97,7 +98,29 @@ def test_series_runs_every_notebook_and_reports_failures(notebooks, build, capsy
 def test_series_exits_zero_when_all_selected_notebooks_pass(notebooks, build, capsys):
     assert series.main(["run", "--notebooks", str(notebooks), "--only", "01"]) == 0
     assert "notebooks: 1, ok: 1, failed: 0" in capsys.readouterr().out
-    assert [p.name for p in (build / "notebooks").iterdir()] == ["01_good.ipynb"]
+    assert sorted(p.name for p in (build / "notebooks").iterdir()) == ["01_good.ipynb", series.SERIES_NOTE]
+
+
+def test_a_series_run_notes_its_wall_time_workers_and_whether_the_run_cache_was_empty(notebooks, build, tmp_path,
+                                                                                      monkeypatch, capsys):
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("DLGN_RUNS_DIR", str(runs))
+    monkeypatch.setenv("DLGN_NUMERICS", "native")
+    assert series.main(["run", "--notebooks", str(notebooks), "--profile", "full", "--workers", "1"]) == 1
+    note = json.loads((build / "notebooks" / series.SERIES_NOTE).read_text())
+    assert (note["profile"], note["workers"], note["runs_cache_empty_at_start"], note["numerics"]) == \
+        ("full", 1, True, "native")
+    assert {name: n["status"] for name, n in note["notebooks"].items()} == \
+        {"01_good.ipynb": "ok", "02_bad.ipynb": "FAILED ValueError"}
+    # one worker: the wall time holds both notebooks, one after the other
+    assert note["seconds"] >= sum(n["seconds"] for n in note["notebooks"].values()) - 0.2
+    assert f"series: 2 notebooks in {note['seconds']:.0f} s on 1 worker, run cache empty at the start" \
+        in capsys.readouterr().out
+    runs.mkdir(exist_ok=True)
+    (runs / "a-run.pt").write_bytes(b"")
+    assert series.main(["run", "--notebooks", str(notebooks), "--only", "01"]) == 0
+    note = json.loads((build / "notebooks" / series.SERIES_NOTE).read_text())
+    assert (note["runs_cache_empty_at_start"], list(note["notebooks"])) == (False, ["01_good.ipynb"])
 
 
 @pytest.mark.parametrize(
