@@ -55,12 +55,18 @@ def test_seconds_come_from_papermill_or_from_the_cell_timings():
     assert report.seconds_of(nb) == pytest.approx(3.75)
 
 
-def test_record_keeps_notes_and_refuses_a_run_that_was_not_full(tmp_path):
-    folder, record = tmp_path / "full", tmp_path / "record.json"
+def full_run(folder, *names):
+    """``folder`` with notebooks ``names`` executed under full (217.4 s, one passing C3 check)."""
     folder.mkdir()
-    good = executed(printed_verdict("C3", [verdict.check("disagreements", 0, "<=", 0)], "full"),
-                    papermill={"duration": 217.4, "parameters": {"PROFILE": "full"}})
-    nbformat.write(good, folder / "03_regions.ipynb")
+    nb = executed(printed_verdict("C3", [verdict.check("disagreements", 0, "<=", 0)], "full"),
+                  papermill={"duration": 217.4, "parameters": {"PROFILE": "full"}})
+    for name in names:
+        nbformat.write(nb, folder / name)
+    return folder
+
+
+def test_record_keeps_notes_and_refuses_a_run_that_was_not_full(tmp_path):
+    folder, record = full_run(tmp_path / "full", "03_regions.ipynb"), tmp_path / "record.json"
     record.write_text(json.dumps({"notebooks": {"03": {"note": "empty run cache"}}}))
     entry = report.record_full(folder, record)["notebooks"]["03"]
     assert (entry["seconds"], entry["note"], entry["verdicts"][0]["n_pass"]) == (217, "empty run cache", 1)
@@ -73,12 +79,7 @@ def test_record_keeps_notes_and_refuses_a_run_that_was_not_full(tmp_path):
 
 
 def test_record_keeps_a_series_run_beside_the_notebooks_and_refuses_one_of_other_notebooks(tmp_path):
-    folder, record = tmp_path / "full", tmp_path / "record.json"
-    folder.mkdir()
-    nb = executed(printed_verdict("C3", [verdict.check("disagreements", 0, "<=", 0)], "full"),
-                  papermill={"duration": 217.4, "parameters": {"PROFILE": "full"}})
-    nbformat.write(nb, folder / "03_regions.ipynb")
-    nbformat.write(nb, folder / "01_paths.ipynb")
+    folder, record = full_run(tmp_path / "full", "03_regions.ipynb", "01_paths.ipynb"), tmp_path / "record.json"
     run = {"profile": "full", "workers": 2, "seconds": 300.0, "runs_cache_empty_at_start": True,
            "notebooks": {"03_regions.ipynb": {"status": "ok", "seconds": 217.4},
                          "01_paths.ipynb": {"status": "ok", "seconds": 80.0}}}
