@@ -90,6 +90,14 @@ def test_local_cluster_is_loopback_single_threaded_and_inherits_the_environment(
     assert set(dask_client.run(locations.runs_dir).values()) == {runs_dir}
     assert set(dask_client.run(torch.get_num_threads).values()) == {1}
 
+    # Dask's own monitoring is slowed on the scheduler and on every worker (cluster.QUIET_MONITORING).
+    def monitoring(dask_worker):
+        callbacks = dask_worker.periodic_callbacks
+        return "profile" in callbacks, callbacks["monitor"].callback_time
+    assert set(dask_client.run(monitoring).values()) == {(False, 5000.0)}
+    scheduler = dask_client.cluster.scheduler
+    assert (scheduler.periodic_callbacks["monitor"].callback_time, scheduler._tick_interval) == (5000.0, 0.5)
+
     options = cluster.local_cluster_options()
     assert options["n_workers"] == os.cpu_count()
     assert (options["threads_per_worker"], options["processes"], options["host"]) == (1, True, "127.0.0.1")
