@@ -454,35 +454,41 @@ def verdicts_by_notebook_table(data: dict[str, Measured]) -> str:
 
 
 def series_line(series: dict, ids: Sequence[str]) -> str:
-    """What the record says of the whole series from an empty run cache: one cold run of every
-    notebook, or cold runs of parts of it (each from its own empty cache) and what they leave out;
-    parts that overlap are not added up."""
+    """What the record says of the whole series from an empty run cache, per CPU (a time on one CPU
+    says little of another): one cold run of every notebook, or cold runs of parts of it (each from
+    its own empty cache) added up, and what they leave out; parts that overlap are not added up."""
     cold = {key: run for key, run in series.items()
             if run.get("profile") == "full" and run.get("runs_cache_empty_at_start")
             and all(n.get("status") == "ok" for n in run.get("notebooks", {}).values())}
     how = "`python -m dlgn_lib.series run --profile full`, its `series.json`"
     if not cold:
         return f"The whole series from an empty run cache ({how}): not measured yet."
+    by_cpu: dict[str, dict] = {}
+    for key in sorted(cold, key=lambda k: cold[k].get("started", "")):
+        by_cpu.setdefault(cold[key].get("cpu", "a CPU not recorded"), {})[key] = cold[key]
+    return f"The whole series from an empty run cache ({how}): " + " ".join(
+        _series_on_one_cpu(cpu, runs, ids) for cpu, runs in by_cpu.items())
 
+
+def _series_on_one_cpu(cpu: str, runs: dict, ids: Sequence[str]) -> str:
     def part(key: str, run: dict) -> str:
         return (f"{key} in {run['seconds']:,.0f} s ({run['seconds'] / 3600:.2f} h; {run['workers']} workers, "
                 f"{run.get('numerics', '?')} code path, code {run.get('code_version', '?')}, {run.get('started', '?')[:10]})")
 
-    whole = [key for key in cold if set(key.split()) >= set(ids)]
+    whole = [key for key in runs if set(key.split()) >= set(ids)]
     if whole:
-        key = min(whole, key=lambda k: cold[k]["seconds"])
-        return f"The whole series from an empty run cache ({how}): all {len(ids)} notebooks, " + part(key, cold[key]) + "."
+        key = min(whole, key=lambda k: runs[k]["seconds"])
+        return f"on {cpu}, all {len(ids)} notebooks, " + part(key, runs[key]) + "."
     chosen, covered = [], set()
-    for key in sorted(cold, key=lambda k: cold[k].get("started", "")):   # disjoint parts, earliest first
+    for key in runs:   # disjoint parts, earliest first
         if not covered & set(key.split()):
             chosen.append(key)
             covered |= set(key.split())
+    text = f"on {cpu}, in parts, each from its own empty cache: " + "; ".join(part(k, runs[k]) for k in chosen)
     missing = [i for i in ids if i not in covered]
-    text = (f"The whole series from an empty run cache ({how}), measured in parts, each from its own empty "
-            f"cache: " + "; ".join(part(k, cold[k]) for k in chosen))
     if missing:
         return text + f"; not measured yet: {' '.join(missing)}."
-    total = sum(cold[k]["seconds"] for k in chosen)
+    total = sum(runs[k]["seconds"] for k in chosen)
     return text + f"; the parts together: {total:,.0f} s ({total / 3600:.2f} h)."
 
 

@@ -466,10 +466,10 @@ def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: 
                   progress: Callable[[str], None] | None) -> list[Result]:
     """:func:`_run_on_client`, then :data:`SERIES_NOTE` in ``output_dir``: the run's wall time
     from start to the last notebook's end, its workers, whether the run cache was empty at the
-    start, the code path and code version, and each notebook's status and time (what
+    start, the CPU, code path and code version, and each notebook's status and time (what
     ``report record`` reads to record a cold series). An interrupted run writes none."""
     from dlgn_lib import locations, numerics
-    from dlgn_lib.verify import code_version
+    from dlgn_lib.verify import code_version, machine_label
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / SERIES_NOTE).unlink(missing_ok=True)   # a note of an earlier run here is not this run's
     runs = locations.runs_dir()
@@ -479,7 +479,8 @@ def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: 
     results = _run_on_client(client, notebooks, output_dir, profile, kernel_name, progress)
     note = {"profile": profile, "workers": workers, "seconds": round(time.perf_counter() - begun, 1),
             "started": started.isoformat(timespec="seconds"), "runs_cache_empty_at_start": cache_empty,
-            "runs_cache": display_path(runs), "numerics": numerics.mode(), "code_version": code_version(),
+            "runs_cache": display_path(runs), "cpu": machine_label(), "numerics": numerics.mode(),
+            "code_version": code_version(),
             "notebooks": {r.notebook: {"status": r.status, "seconds": round(r.seconds, 1)} for r in results}}
     (output_dir / SERIES_NOTE).write_text(json.dumps(note, indent=1) + "\n")
     if progress:

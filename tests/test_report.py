@@ -96,8 +96,8 @@ def test_record_keeps_a_series_run_beside_the_notebooks_and_refuses_one_of_other
     assert record.read_text() == before   # nothing recorded from a mismatched folder
 
 
-def _run(ids, seconds, started, empty=True, status="ok"):
-    return " ".join(ids), {"profile": "full", "workers": 2, "seconds": seconds, "started": started,
+def _run(ids, seconds, started, empty=True, status="ok", cpu="CPU A"):
+    return " ".join(ids), {"profile": "full", "workers": 2, "seconds": seconds, "started": started, "cpu": cpu,
                            "runs_cache_empty_at_start": empty, "numerics": "native", "code_version": "abc1234",
                            "notebooks": {f"{i}_x.ipynb": {"status": status, "seconds": 1.0} for i in ids}}
 
@@ -116,9 +116,14 @@ def test_the_series_line_adds_disjoint_cold_parts_and_names_what_is_missing():
         assert report.series_line({**first, **dict([other])}, ids).endswith("not measured yet: 01 03.")
     both = {**first, **dict([_run(["01", "03"], 5400.0, "2026-12-05T09:00:00+00:00")])}
     assert report.series_line(both, ids).endswith("the parts together: 9,000 s (2.50 h).")
+    # a part measured on another CPU is not added to this CPU's parts
+    other_cpu = {**first, **dict([_run(["01", "03"], 5400.0, "2026-12-05T09:00:00+00:00", cpu="CPU B")])}
+    line = report.series_line(other_cpu, ids)
+    assert "on CPU A, in parts, each from its own empty cache: 00 02 in 3,600 s" in line
+    assert "not measured yet: 01 03. on CPU B, in parts" in line and line.endswith("not measured yet: 00 02.")
     # one cold run of the whole series is the measurement itself
     whole = {**both, **dict([_run(ids, 7200.0, "2026-12-06T09:00:00+00:00")])}
-    assert "all 4 notebooks, 00 01 02 03 in 7,200 s (2.00 h;" in report.series_line(whole, ids)
+    assert "on CPU A, all 4 notebooks, 00 01 02 03 in 7,200 s (2.00 h;" in report.series_line(whole, ids)
 
 
 def test_a_block_is_replaced_between_its_markers_only():
