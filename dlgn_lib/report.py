@@ -242,7 +242,8 @@ def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
         entry["code_path"] = code_path_of(path)
         entry["rule"] = current_rule(nb_id)
         old["notebooks"][nb_id] = entry
-    series_note = Path(folder) / "series.json"
+    from dlgn_lib.series import SERIES_NOTE   # series imports this module: import it here
+    series_note = Path(folder) / SERIES_NOTE
     if series_note.exists():
         run = json.loads(series_note.read_text())
         if run.get("profile") != "full" or sorted(run.get("notebooks", {})) != sorted(p.name for p in found.values()):
