@@ -396,6 +396,24 @@ QUICK_IS: dict[str, str] = {
 }
 
 
+#: Rules v4 (reconstruction §8.2), registered before any v4 run: what each notebook runs once it
+#: moves to v4, per profile: its first model seed (``seed``; ``target_seed`` for the circle targets),
+#: seed counts (``n_seeds``; ``odt_seeds``) and, where quick changes its role, ``smoke``. Every
+#: other size is its rule v3's (``NOTEBOOK_SIZES``). ``verdict_rules.json`` (``v4`` → ``rules`` →
+#: ``profiles``) states the same, and tests/test_rules_v4.py holds the two equal. Until its v4 runs
+#: land, a notebook runs its rule v3 (its parameters cell and ``NOTEBOOK_SIZES``).
+RULES_V4: dict[str, dict[str, dict[str, Any]]] = {
+    "02": {"quick": dict(seed=7000, n_seeds=10, odt_seeds=5), "full": dict(seed=7000, n_seeds=10, odt_seeds=5)},
+    "04": {"quick": dict(seed=7000, n_seeds=5, smoke=True), "full": dict(seed=7000, n_seeds=5, smoke=False)},
+    "05": {"quick": dict(seed=7000, target_seed=7000, n_seeds=10), "full": dict(seed=7000, target_seed=7000, n_seeds=10)},
+    "06": {"quick": dict(seed=7100, target_seed=7100, n_seeds=10), "full": dict(seed=7100, target_seed=7100, n_seeds=10)},
+    "07": {"quick": dict(seed=7200, n_seeds=5), "full": dict(seed=7200, n_seeds=5)},
+    "08": {"quick": dict(seed=7300, target_seed=7300, n_seeds=10, odt_seeds=5),
+           "full": dict(seed=7300, target_seed=7300, n_seeds=10, odt_seeds=5)},
+    "10": {"quick": dict(seed=7000, n_seeds=5), "full": dict(seed=7000, n_seeds=5)},
+}
+
+
 #: Notebooks whose runs are trained at another notebook's sizes (its run-config functions, its
 #: current sizes): 08 trains its own seeds at 06's circle sizes and 07's odt sizes.
 READS_RUNS_OF = {"08": ("06", "07")}

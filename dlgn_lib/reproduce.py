@@ -165,6 +165,21 @@ def load_record(path: Path | None = None) -> dict:
     return json.loads(path.read_text())
 
 
+def check_outcomes(notebook: str, record: Mapping | None = None) -> dict[str, list[str]]:
+    """Per check of ``notebook``, its outcome under each code path of the spread record ("pass",
+    "fail", "inconclusive"; a check with one number records True / False, read as pass / fail)."""
+    from dlgn_lib.verdict import outcome_name
+    record = load_record() if record is None else record
+    checks = record.get("notebooks", {}).get(notebook, {}).get("checks", {})
+    return {name: [outcome_name(v) for k, v in paths.items() if k != "committed"] for name, paths in checks.items()}
+
+
+def sensitive_checks(notebook: str, record: Mapping | None = None) -> set[str]:
+    """The checks of ``notebook`` whose outcome moves across the code paths and CPUs of the spread
+    record: machine-sensitive, counted inconclusive in their part under rules v4 (``dl.parts``)."""
+    return {name for name, outcomes in check_outcomes(notebook, record).items() if len(set(outcomes)) > 1}
+
+
 def tolerance_for(record: Mapping, notebook: str, cell_id: str, key: str, position: int) -> Tolerance:
     entry = record.get("notebooks", {}).get(notebook, {}).get("outputs", {}).get(output_key(cell_id, key, position))
     if entry is None:

@@ -105,6 +105,8 @@ class SeedCheck:
     threshold: float
     digits: int = 3
     init: "intervals.Estimate | None" = None
+    #: The per-seed values (rules v4), so that a part can recompute the interval at a corrected level.
+    values: tuple | None = None
 
     def __post_init__(self):
         if self.op not in _OPS:
@@ -248,7 +250,7 @@ def undecided_check(name: str, op: str, threshold: float, why: str) -> Undecided
     from dlgn_lib import intervals
     nan = float("nan")
     return UndecidedCheck(name, intervals.Estimate(nan, nan, nan, 0, "none", "no value"), op, float(threshold), 3,
-                          None, why)
+                          why=why)
 
 
 def difference(trained, init):
@@ -339,12 +341,10 @@ def fragile_lines(notebook: str | None, names) -> list[str]:
     if notebook is None:
         return []
     from dlgn_lib import reproduce
-    checks = reproduce.load_record().get("notebooks", {}).get(notebook, {}).get("checks", {})
+    outcomes = reproduce.check_outcomes(notebook)
     lines = []
     for name in names:
-        outcomes = {k: v for k, v in checks.get(name, {}).items() if k != "committed"}   # code paths only
-        # a check with one number records True / False, a check over seeds its outcome's name
-        named = [outcome_name(v) for v in outcomes.values()]
+        named = outcomes.get(name, [])
         if len(set(named)) < 2:
             continue
         if set(named) <= {PASS, FAIL}:
@@ -391,6 +391,10 @@ def history(notebook: str) -> None:
 RULES_FILE = Path(__file__).with_name("verdict_rules.json")
 _RULE_KEYS = {"notebook", "claim", "version", "registered", "status", "statement", "thresholds",
               "settings", "seeds", "targets", "replaces", "why"}
+#: ``amended``: a correction of what a rule's settings say, made after it (what the runs did);
+#: ``profiles`` and ``files`` (rules v4): the settings per profile as the config states them, and the
+#: files its registration commit carries (``dlgn_lib.audit``).
+_OPTIONAL_RULE_KEYS = {"amended", "profiles", "files"}
 RULE_STATUSES = ("registered", "measured", "retired")
 
 
@@ -404,7 +408,7 @@ def registered_rules(notebook: str | None = None) -> list[dict]:
     """
     rules = json.loads(RULES_FILE.read_text())["rules"]
     for rule in rules:
-        missing, extra = _RULE_KEYS - set(rule), set(rule) - _RULE_KEYS
+        missing, extra = _RULE_KEYS - set(rule), set(rule) - _RULE_KEYS - _OPTIONAL_RULE_KEYS
         if missing or extra or rule["status"] not in RULE_STATUSES:
             raise ValueError(f"{RULES_FILE.name}: rule {rule.get('claim')} v{rule.get('version')} of notebook "
                              f"{rule.get('notebook')} is malformed (missing {sorted(missing)}, unknown "

@@ -75,3 +75,21 @@ def seed_values(table: pd.DataFrame, name: str, kind: str, state: str, metric: s
 def layer_mean(table: pd.DataFrame, name: str, kind: str, state: str, metric: str, layers=None) -> float:
     """Mean over layers (only ``layers`` when given), then over seeds (``seed_values``)."""
     return float(seed_values(table, name, kind, state, metric, layers).mean())
+
+
+def checks_v4(table: pd.DataFrame, sets, min_trained: float, max_init: float) -> dict[str, list]:
+    """Rules v4 of notebook 10 (reconstruction §8.2): per model ("dlgn", "relu"), the share of units
+    on a node (mean over the model's layers, per seed) after the last pass, held against init, and
+    at init, on each data set of ``sets``, with v4 intervals (``dl.parts.check``). Both models are
+    held to the same statistic and bars (C7 like for like); the DLGN's checks also decide C5 (a)."""
+    from .. import parts
+    checks = {}
+    for kind, name in (("dlgn", "DLGN"), ("relu", "ReLU")):
+        def values(s, state):
+            return seed_values(table, s, kind, state, "share").to_numpy()
+        checks[kind] = ([parts.check(f"{s}: {name} share on a node (mean over layers), trained", values(s, "trained"),
+                                     ">=", min_trained, init=values(s, "init")) for s in sets]
+                        + [parts.check(f"{s}: {name} share on a node (mean over layers), init", values(s, "init"),
+                                       "<=", max_init) for s in sets])
+    return checks
+

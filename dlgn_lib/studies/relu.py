@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import circle, compare, config, data, memo, verdict, widgets
+from .. import circle, compare, config, data, memo, parts, verdict, widgets
 from ..plots import MODEL_COLORS, MODEL_NAMES
 from . import circle as circle_study
 from . import clusters as clusters_study
@@ -171,7 +171,7 @@ def seed_changes(frame: pd.DataFrame, column: str, kind: str) -> np.ndarray:
 
 
 def row_checks(kind: str, steps: pd.DataFrame, mixture: pd.DataFrame, times: pd.DataFrame, both: pd.DataFrame,
-               thresholds: Mapping[str, float], depth: int) -> dict:
+               thresholds: Mapping[str, float], depth: int, rules: int = 3) -> dict:
     """Rule v3's rows R1–R6 for one model kind, each a statistic over seeds with its 90 % interval
     (``verdict.seed_check``): R1 the ratio of means of the switch distance trained / init (steps
     runs in ``steps``: the agreeing ones), R2 the rise of the rough arc's switch share, R3 the rise
@@ -179,13 +179,19 @@ def row_checks(kind: str, steps: pd.DataFrame, mixture: pd.DataFrame, times: pd.
     / model final rough-arc loss as a ratio of means held against init (06's K3; ``mixture`` must
     hold the frozen-gate runs), R6 the extra growth Δ of the gate-vector score (seeds whose layers
     have no score drop out; with fewer than two seeds left the row has no value and is undecided,
-    ``verdict.undecided_check``). Returns ``{row: SeedCheck}``."""
+    ``verdict.undecided_check``). Returns ``{row: SeedCheck}``.
+
+    ``rules=4`` (reconstruction §8.2): every row with the v4 interval (``dl.parts.check``), and R6's
+    seeds without a score are counted by v4's missing-value rule, never left out."""
     name = MODEL_NAMES[kind]
+    seed_check = parts.check if rules >= 4 else verdict.seed_check
     label = {row: f"{row} {metric.format(depth=depth)}: {name}" for row, _, metric, _ in ROWS}
     op = {row: o for row, _, _, o in ROWS}
     growth = clusters_study.seed_growth(both, GATES, kind)["extra growth Δ"]
     defined = growth.dropna()
-    if len(defined) >= 2:
+    if rules >= 4:
+        r6 = parts.check(label["R6"], growth.to_numpy(dtype=float), op["R6"], thresholds["R6"])
+    elif len(defined) >= 2:
         r6 = verdict.seed_check(label["R6"] + (f" ({len(growth) - len(defined)} of {len(growth)} seeds without a "
                                                "score left out)" if len(defined) < len(growth) else ""),
                                 defined.to_numpy(), op["R6"], thresholds["R6"])
@@ -194,17 +200,17 @@ def row_checks(kind: str, steps: pd.DataFrame, mixture: pd.DataFrame, times: pd.
                                      f"{len(growth) - len(defined)} of {len(growth)} seeds have a layer with fewer "
                                      "than two units whose gate varies, at init or trained, so no score")
     return {
-        "R1": verdict.seed_check(label["R1"], seed_end_pairs(steps, "switch distance", kind), op["R1"],
-                                 thresholds["R1"], statistic="ratio of means"),
-        "R2": verdict.seed_check(label["R2"], seed_changes(mixture, "switch share rough", kind), op["R2"],
-                                 thresholds["R2"]),
-        "R3": verdict.seed_check(label["R3"], circle_study.seed_rises(circle_study.alignment_rises(steps), kind)["rise"],
-                                 op["R3"], thresholds["R3"]),
-        "R4": verdict.seed_check(label["R4"], circle_study.seed_ratios(times, name, "fit"), op["R4"], thresholds["R4"],
-                                 statistic="median"),
-        "R5'": verdict.seed_check(label["R5'"], circle_study.frozen_pairs(mixture, kind, "last"), op["R5'"],
-                                  thresholds["R5'"], statistic="ratio of means",
-                                  init=circle_study.frozen_pairs(mixture, kind, "first")),
+        "R1": seed_check(label["R1"], seed_end_pairs(steps, "switch distance", kind), op["R1"],
+                         thresholds["R1"], statistic="ratio of means"),
+        "R2": seed_check(label["R2"], seed_changes(mixture, "switch share rough", kind), op["R2"],
+                         thresholds["R2"]),
+        "R3": seed_check(label["R3"], circle_study.seed_rises(circle_study.alignment_rises(steps), kind)["rise"],
+                         op["R3"], thresholds["R3"]),
+        "R4": seed_check(label["R4"], circle_study.seed_ratios(times, name, "fit"), op["R4"], thresholds["R4"],
+                         statistic="median"),
+        "R5'": seed_check(label["R5'"], circle_study.frozen_pairs(mixture, kind, "last"), op["R5'"],
+                          thresholds["R5'"], statistic="ratio of means",
+                          init=circle_study.frozen_pairs(mixture, kind, "first")),
         "R6": r6,
     }
 
