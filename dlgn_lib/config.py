@@ -414,6 +414,11 @@ RULES_V4: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
+#: The notebooks that run rules v4 now (their parameters cell, ``NOTEBOOK_SIZES`` and verdict cell
+#: moved to ``RULES_V4``; tests/test_rules_v4.py checks each); the others still run rules v3.
+AT_RULES_V4 = frozenset({"05", "06"})
+
+
 #: Notebooks whose runs are trained at another notebook's sizes (its run-config functions, its
 #: current sizes): 08 trains its own seeds at 06's circle sizes and 07's odt sizes.
 READS_RUNS_OF = {"08": ("06", "07")}
@@ -471,16 +476,18 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
                      n_paths_shown=6, n_seeds=5),
     },
     "05": {
-        # Rule v3: quick is a smoke test (S1 and S3 move with widths and n_train), at full's lr.
+        # Rule v4 (v3's sizes): quick is a smoke test (S1 and S3 move with widths and n_train), at
+        # full's lr; 10 seeds under both profiles (a circle run costs under a minute).
         "quick": dict(n_train=256, widths=(16, 16, 16), epochs=800, lr=5e-3, n_snapshots=30,
-                      eval_every=10, n_seeds=5),
+                      eval_every=10, n_seeds=10),
         "full": dict(n_train=1024, widths=(32, 32, 32), epochs=4000, lr=5e-3, n_snapshots=60,
                      eval_every=10, n_seeds=10),
     },
     "06": {
-        # Rule v3: quick is a smoke test (K1 and K3 move with widths and n_train), at full's lr.
+        # Rule v4 (v3's sizes): quick is a smoke test (K1 and K3 move with widths and n_train), at
+        # full's lr; 10 seeds under both profiles (a circle run costs under a minute).
         "quick": dict(n_train=256, widths=(16, 16, 16), epochs=800, lr=5e-3, n_snapshots=30,
-                      eval_every=10, n_seeds=5),
+                      eval_every=10, n_seeds=10),
         "full": dict(n_train=1024, widths=(64, 64, 64), epochs=4000, lr=5e-3, n_snapshots=60,
                      eval_every=10, n_seeds=10),
     },

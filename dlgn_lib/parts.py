@@ -102,6 +102,8 @@ class Part:
         checks: for kind "all", the checks; for "like for like", pairs (DLGN check, other check).
         kind: "all" or "like for like" (``KINDS``).
         sensitive: names of machine-sensitive checks (counted inconclusive), given by the caller.
+        registered: how many checks (pairs, like for like) the registry gives the part across
+            notebooks, when only some are here: the multiplicity correction uses it (at least k).
     """
     claim: str
     label: str
@@ -109,6 +111,7 @@ class Part:
     checks: tuple
     kind: str = "all"
     sensitive: frozenset = field(default_factory=frozenset)
+    registered: int = 0
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -127,16 +130,19 @@ class Part:
         return [other for dlgn, other in self.checks if self._outcome(dlgn) == verdict.PASS]
 
     @property
+    def dlgn_undecided(self) -> bool:
+        """Like for like: a DLGN check of the part is inconclusive, which leaves the part so."""
+        return self.kind == "like for like" and any(self._outcome(d) == verdict.INCONCLUSIVE for d, _ in self.checks)
+
+    @property
     def word(self) -> str:
         """HOLDS, DOES NOT HOLD, INCONCLUSIVE, or (like for like) not shown by the DLGN."""
-        if self.kind == "like for like":
-            dlgn = [self._outcome(d) for d, _ in self.checks]
-            if verdict.INCONCLUSIVE in dlgn:
-                return INCONCLUSIVE
-            if verdict.PASS not in dlgn:
-                return NOT_SHOWN
+        if self.dlgn_undecided:
+            return INCONCLUSIVE
+        if self.kind == "like for like" and not self.deciding():
+            return NOT_SHOWN
         deciding = self.deciding()
-        k = len(deciding)
+        k = max(len(deciding), self.registered)
         outcomes = [self._outcome(c) for c in deciding]
         if all(o == verdict.PASS for o in outcomes):
             return HOLDS
@@ -219,6 +225,13 @@ def assemble(claim: str, checks: Mapping[str, Iterable[verdict.SeedCheck]], sens
     of exactly one measured check's name. Raises
     ``ValueError`` naming the part when a registered check is missing or matches twice, so a part
     is never decided by fewer checks than registered."""
+    return _assemble(registry()["claims"], claim, checks, sensitive)
+
+
+def _assemble(claims: Mapping, claim: str, checks: Mapping[str, Iterable[verdict.SeedCheck]],
+              sensitive: Iterable[str]) -> list[Part]:
+    if claim not in claims:
+        raise ValueError(f"claim {claim!r} has no registered parts; registered: {sorted(claims)}")
     by_notebook = {nb: list(cs) for nb, cs in checks.items()}
 
     def find(notebook: str, name: str, where: str):
@@ -229,7 +242,7 @@ def assemble(claim: str, checks: Mapping[str, Iterable[verdict.SeedCheck]], sens
         return found[0]
 
     parts = []
-    for label, part in registered_parts(claim).items():
+    for label, part in claims[claim]["parts"].items():
         kind, where = part.get("kind", "all"), f"{claim} ({label})"
         if kind == "all":
             items = tuple(find(r["notebook"], r["check"], where) for r in part["checks"])
@@ -238,6 +251,69 @@ def assemble(claim: str, checks: Mapping[str, Iterable[verdict.SeedCheck]], sens
                           for r in part["checks"])
         parts.append(Part(claim, label, part["statement"], items, kind, frozenset(sensitive)))
     return parts
+
+
+def local(claim: str, notebook: str, checks: Iterable[verdict.SeedCheck], sensitive: Iterable[str] = ()) -> list[tuple[Part, list[str]]]:
+    """The registered parts of ``claim`` that ``notebook`` decides, each filled with this notebook's
+    checks only (the correction counts every check the registry gives the part), and the other
+    notebooks that decide it too. A part that fails here does not hold whatever the others show;
+    one that holds or is inconclusive here is combined with them in the claim's bottom line."""
+    checks = list(checks)
+    out = []
+    for label, part in registered_parts(claim).items():
+        mine = [r for r in part["checks"] if r["notebook"] == notebook]
+        if not mine:
+            continue
+        others = sorted({r["notebook"] for r in part["checks"]} - {notebook})
+        one = {claim: {"parts": {label: {**part, "checks": mine}}}}
+        (filled,) = _assemble(one, claim, {notebook: checks}, sensitive)
+        out.append((Part(claim, label, part["statement"], filled.checks, filled.kind, filled.sensitive,
+                         len(part["checks"])), others))
+    return out
+
+
+#: How a part's line starts: decided (full), or read by a smoke test that decides nothing (quick).
+PART_MARK, SMOKE_PART_MARK = "PART", "SMOKE TEST PART"
+
+
+def show(claim: str, notebook: str, checks: Iterable[verdict.SeedCheck], sensitive: Iterable[str] = (),
+         smoke: bool = False) -> None:
+    """Print the parts of ``claim`` that ``notebook`` decides (``local``), one line each:
+    ``PART C5 (b) HOLDS: statement (4 checks here)`` or ``… (2 of its 6 checks here; with 10)``.
+    ``smoke``: the checks come from a smoke test (quick), which decides no part: each line then
+    starts ``SMOKE TEST PART`` and says what the checks would read."""
+    if smoke:
+        print(f"{SMOKE_PART_MARK} lines: what these quick checks would read; quick decides no part of {claim}")
+    for part, others in local(claim, notebook, checks, sensitive):
+        here = len(part.checks)
+        unit = "pairs" if part.kind == "like for like" else "checks"
+        count = f"{here} {unit} here" if not others else f"{here} of its {part.registered} {unit} here; with {', '.join(others)}"
+        sensitive_names = sorted(c.name for c in _flat(part.checks) if c.name in part.sensitive)
+        extra = f"; machine-sensitive: {', '.join(sensitive_names)}" if sensitive_names else ""
+        extra += f"; {DLGN_UNDECIDED}" if part.dlgn_undecided else ""
+        print(f"{SMOKE_PART_MARK if smoke else PART_MARK} {claim} ({part.label}) {part.word}: {part.statement} "
+              f"({count}{extra})")
+
+
+#: How a like-for-like part's line says that a DLGN check of it is inconclusive.
+DLGN_UNDECIDED = "the DLGN undecided"
+
+
+def combine(kind: str, words: Sequence[str], dlgn_undecided: bool = False) -> str:
+    """A part's word from the words it has in each notebook that decides it (``local``), as the part
+    would read on all their checks at once. ``dlgn_undecided``: like for like, a notebook's line
+    said the DLGN is undecided (then the part is inconclusive whatever the others show)."""
+    unknown = [w for w in words if w not in PART_WORDS]
+    if unknown or kind not in KINDS or not words:
+        raise ValueError(f"cannot combine part words {list(words)} of kind {kind!r}")
+    if dlgn_undecided:
+        return INCONCLUSIVE
+    counted = [w for w in words if w != NOT_SHOWN]
+    if not counted:
+        return NOT_SHOWN
+    if DOES_NOT_HOLD in counted:
+        return DOES_NOT_HOLD
+    return HOLDS if all(w == HOLDS for w in counted) else INCONCLUSIVE
 
 
 def family_error(k: int, per_check: float = (1 - intervals.LEVEL) / 2) -> dict:
@@ -251,4 +327,4 @@ def family_error(k: int, per_check: float = (1 - intervals.LEVEL) / 2) -> dict:
 
 __all__ = ["HOLDS", "HOLDS_IN_PART", "DOES_NOT_HOLD", "INCONCLUSIVE", "NOT_SHOWN", "Part", "check",
            "fails_corrected", "claim_word", "bottom_line", "report", "registry", "registered_parts", "assemble",
-           "family_error"]
+           "local", "show", "combine", "family_error"]

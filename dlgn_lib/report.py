@@ -25,6 +25,7 @@ PROFILE=full`` writes one under ``build/notebooks``). Commands::
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import re
 import sys
@@ -161,6 +162,18 @@ def verdicts_of(nb) -> list[Verdict]:
     return found
 
 
+_PART = re.compile(r"^PART (\S+) \((\w+)\) (HOLDS|DOES NOT HOLD|INCONCLUSIVE|not shown by the DLGN): ")
+
+
+def parts_of(nb) -> list[dict]:
+    """The parts a notebook decided (``dl.parts.show`` under full: ``PART C5 (b) HOLDS: …``), each
+    ``{"claim", "label", "word", "dlgn_undecided"}``; a smoke test's lines decide nothing and are
+    not read."""
+    from dlgn_lib.parts import DLGN_UNDECIDED
+    return [{"claim": m[1], "label": m[2], "word": m[3], "dlgn_undecided": DLGN_UNDECIDED in line}
+            for line in _stdout_lines(nb) if (m := _PART.match(line))]
+
+
 def seconds_of(nb) -> float:
     """Execution time: papermill's duration, else the sum of the cells' recorded timings."""
     duration = nb.metadata.get("papermill", {}).get("duration")
@@ -185,7 +198,7 @@ def _record_of(path: Path) -> dict:
     return {"notebook": path.name, "seconds": round(seconds_of(nb)),
             "verdicts": [{"claim": v.claim, "profile": v.profile, "word": v.word, "n_pass": v.n_pass,
                           "n_checks": v.n_checks, "checks": [_check_record(c) for c in v.checks]}
-                         for v in verdicts_of(nb)]}
+                         for v in verdicts_of(nb)], **({"parts": parts} if (parts := parts_of(nb)) else {})}
 
 
 def _check_record(check: Check) -> dict:
@@ -389,6 +402,64 @@ def bottom_lines_table(data: dict[str, Measured]) -> str:
         links = ", ".join(f"[{n}](notebooks/{data[n].name}.ipynb)" for n in notebooks)
         rows.append(f"| {claim}: {_escape(SHORT_CLAIMS[claim])} | {_escape(full)} | {_escape(quick)} | {links} |")
     return "\n".join(rows)
+
+
+def part_words(claim: str, record: dict) -> dict[str, tuple[str, list[str]]]:
+    """Each registered part of ``claim`` (rules v4, ``dl.parts``) under full: label → (its word,
+    the notebooks still without a full record under rules v4 that decide it). A part's word
+    combines the words it has in each notebook's record (``dl.parts.combine``); a part decided by a
+    v3 rule's worst cases (C1, C3: ``decided_by``) is read from those recorded checks. The word is
+    "pending" while a notebook is missing."""
+    from dlgn_lib import parts
+    out = {}
+    for label, part in parts.registered_parts(claim).items():
+        notebooks = list(dict.fromkeys(r["notebook"] for r in part["checks"]))
+        words, undecided, missing = [], False, []
+        for n in notebooks:
+            entry = record.get("notebooks", {}).get(n)
+            if "decided_by" in part and entry:
+                checks = [c for v in _verdicts_from_record(entry) for c in v.checks]
+                mine = [c for r in part["checks"] for c in checks if fnmatch.fnmatchcase(c.name, r["check"] + "*")]
+                outcomes = {c.outcome for c in mine}
+                words.append(parts.HOLDS if outcomes == {"pass"} else parts.DOES_NOT_HOLD if "fail" in outcomes
+                             else parts.INCONCLUSIVE)
+                continue
+            found = [p for p in (entry or {}).get("parts", []) if (p["claim"], p["label"]) == (claim, label)]
+            if not entry or (entry.get("rule") or 0) < 4 or not found:
+                missing.append(n)
+                continue
+            words.append(found[0]["word"])
+            undecided |= found[0]["dlgn_undecided"]
+        out[label] = (parts.combine(part.get("kind", "all"), words, undecided) if not missing else "pending", missing)
+    return out
+
+
+def full_record(path: Path = FULL_RECORD) -> dict:
+    """The ``full`` record (``docs/full_results.json``), or an empty one when there is none."""
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def parts_table(record: dict) -> str:
+    """The bottom lines by parts (rules v4): per claim, its word from its parts' words under full,
+    and each part with its word; pending parts name the notebooks whose v4 full run is missing."""
+    from dlgn_lib import parts
+    rows = ["| claim | bottom line by parts (rules v4, `full`) | its parts |", "|---|---|---|"]
+    for claim in parts.registry()["claims"]:
+        words = part_words(claim, record)
+        decided = [w for w, _ in words.values() if w != "pending"]
+        if len(decided) == len(words):
+            word, k, n = parts.claim_word(decided)
+            line = f"{_word_v4(word)} ({k} of {n})" if word == parts.HOLDS_IN_PART else _word_v4(word)
+        else:
+            line = f"*pending*: {len(decided)} of {len(words)} parts decided"
+        shown = "<br>".join(f"({label}) {_word_v4(w) if w != 'pending' else '*pending*: no v4 full run of ' + ', '.join(m)}"
+                            for label, (w, m) in words.items())
+        rows.append(f"| {claim}: {_escape(SHORT_CLAIMS[claim])} | {_escape(line)} | {_escape(shown)} |")
+    return "\n".join(rows)
+
+
+def _word_v4(word: str) -> str:
+    return {"HOLDS": "HOLDS", "DOES NOT HOLD": "**DOES NOT HOLD**"}.get(word, f"*{word}*")
 
 
 def claims_table(data: dict[str, Measured]) -> str:
@@ -648,6 +719,7 @@ def generated(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -
     readme = README.read_text()
     readme = _replace_block(readme, "bottom", bottom_lines_table(data), str(README))
     readme = _replace_block(readme, "claims", claims_table(data), str(README))
+    readme = _replace_block(readme, "parts", parts_table(full_record(record)), str(README))
     readme = _replace_block(readme, "history", history_table(), str(README))
     from dlgn_lib import reproduce
     spread = reproduce.load_record()

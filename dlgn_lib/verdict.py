@@ -406,7 +406,11 @@ def registered_rules(notebook: str | None = None) -> list[dict]:
     ``thresholds`` (name → value, the notebook's constants), ``settings``, ``seeds``, ``targets``,
     ``replaces`` (the earlier rule) and ``why`` it was replaced.
     """
-    rules = json.loads(RULES_FILE.read_text())["rules"]
+    from dlgn_lib import config
+    registry = json.loads(RULES_FILE.read_text())
+    # rules v4 count for a notebook once it runs them (config.AT_RULES_V4); until then they are
+    # registered (dl.parts.registry) and its rule v3 is its current one
+    rules = registry["rules"] + [r for r in registry.get("v4", {}).get("rules", []) if r["notebook"] in config.AT_RULES_V4]
     for rule in rules:
         missing, extra = _RULE_KEYS - set(rule), set(rule) - _RULE_KEYS - _OPTIONAL_RULE_KEYS
         if missing or extra or rule["status"] not in RULE_STATUSES:

@@ -66,6 +66,8 @@ def test_no_v4_bar_moves_from_v3():
 def test_v4_seeds_are_fresh():
     used = []
     for rule in verdict.registered_rules():
+        if rule["version"] >= 4:
+            continue
         used += [(int(a), int(b)) for a, b in re.findall(r"\b(\d{3,4})-(\d{3,4})\b", rule["seeds"])]
     for notebook, profiles in config.RULES_V4.items():
         for profile, s in profiles.items():
@@ -250,3 +252,94 @@ def test_a_median_with_too_few_seeds_for_the_corrected_level_does_not_fail_its_p
     c = parts.check("planted median", [2.0, 2.1, 2.2, 2.3, 2.4], "<", 1.0, statistic="median")
     assert c.outcome == verdict.FAIL and intervals.median_minimum(1 - 0.1 / 4) == 7
     assert not parts.fails_corrected(c, 4) and parts.fails_corrected(c, 1)
+
+
+def test_a_notebook_prints_the_parts_it_decides_with_the_correction_of_the_whole_part(capsys):
+    # 05 decides 2 of C5 (a)'s 6 checks (with 10), all 4 of (b), and 4 of (c)'s 5 (with 06)
+    names = ["S1 steps, no gate bias: x", "S1 steps, gate bias: x", "S2 steps, no gate bias: x", "S2 steps, gate bias: x",
+             "S3 steps, no gate bias: x", "S3 steps, gate bias: x", "M1 mixture, no gate bias: x", "M1 mixture, gate bias: x",
+             "M2 mixture, no gate bias: x", "M2 mixture, gate bias: x"]
+    checks = [_fail(n) if n.startswith("S1") else _pass(n) for n in names]
+    found = {p.label: (p.word, p.registered, others) for p, others in parts.local("C5", "05", checks)}
+    assert found == {"a": (parts.DOES_NOT_HOLD, 6, ["10"]), "b": (parts.HOLDS, 4, []), "c": (parts.HOLDS, 5, ["06"])}
+    parts.show("C5", "05", checks, sensitive={"M2 mixture, gate bias: x"})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("PART C5 (a) DOES NOT HOLD: boundaries settle") and out[0].endswith("(2 of its 6 checks here; with 10)")
+    assert out[1].startswith("PART C5 (b) HOLDS:") and out[1].endswith("(4 checks here)")
+    assert out[2].startswith("PART C5 (c) INCONCLUSIVE:") and "machine-sensitive: M2 mixture, gate bias: x" in out[2]
+
+
+def test_a_notebook_at_rules_v4_runs_the_registered_seeds_and_counts_under_both_profiles():
+    assert config.AT_RULES_V4 <= set(config.RULES_V4)
+    for notebook in config.AT_RULES_V4:
+        code = _code_of(notebook)
+        for profile in config.PROFILES:
+            v4, sizes = config.RULES_V4[notebook][profile], config.NOTEBOOK_SIZES[notebook][profile]
+            for key in ("n_seeds", "odt_seeds"):
+                if key in v4:
+                    assert sizes[key] == v4[key], (notebook, profile, key)
+        for name, key in (("SEED", "seed"), ("TARGET_SEED", "target_seed")):
+            if key in config.RULES_V4[notebook]["full"]:
+                found = re.findall(rf"^{name}\s*=\s*(\d+)", code, flags=re.M)
+                assert found == [str(config.RULES_V4[notebook]["full"][key])], (notebook, name, found)
+        assert "dl.parts.check(" in code and "dl.verdict.seed_check(" not in code, notebook
+        smoke = config.RULES_V4[notebook]["quick"].get("smoke")
+        if smoke is not None:
+            assert (config.QUICK_IS[notebook] == "smoke test") == smoke, notebook
+        current = verdict.registered_rules(notebook)[-1]
+        assert current["version"] == 4 and current["profiles"] == config.RULES_V4[notebook]
+
+
+@pytest.mark.parametrize("kind", parts.KINDS)
+def test_words_combined_across_notebooks_equal_the_part_read_on_all_its_checks_at_once(kind):
+    # every assignment of outcomes to a part's checks split over two notebooks: combining the two
+    # local words gives the word of the whole part
+    import itertools
+    makers = {"pass": _pass, "fail": _fail, "open": _open}
+    slots = 3
+    for outcomes in itertools.product(makers, repeat=2 * slots if kind == "like for like" else slots):
+        if kind == "all":
+            items = [makers[o](f"c{i}") for i, o in enumerate(outcomes)]
+        else:
+            items = [(makers[outcomes[2 * i]](f"d{i}"), makers[outcomes[2 * i + 1]](f"r{i}")) for i in range(slots)]
+        whole = _part("a", items, kind)
+        halves = [parts.Part("CX", "a", "part a", tuple(h), kind, registered=len(items)) for h in (items[:1], items[1:])]
+        got = parts.combine(kind, [h.word for h in halves], any(h.dlgn_undecided for h in halves))
+        assert got == whole.word, (outcomes, [h.word for h in halves])
+
+
+def test_the_readme_reads_each_claim_by_parts_from_the_full_records_of_its_notebooks():
+    import nbformat
+    from dlgn_lib import report
+    # a planted executed 07 under full: its part lines as dl.parts.show prints them
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output(
+        "stream", name="stdout", text="PART C6 (a) HOLDS: clustering grows (2 checks here)\n"
+                                     "PART C6 (b) DOES NOT HOLD: several clusters (2 checks here)\n"
+                                     "SMOKE TEST PART C6 (a) HOLDS: read by a smoke test, never recorded\n")])]
+    found = report.parts_of(nb)
+    assert found == [{"claim": "C6", "label": "a", "word": "HOLDS", "dlgn_undecided": False},
+                     {"claim": "C6", "label": "b", "word": "DOES NOT HOLD", "dlgn_undecided": False}]
+    record = {"notebooks": {"07": {"rule": 4, "parts": found, "verdicts": []}}}
+    assert report.part_words("C6", record) == {"a": ("HOLDS", []), "b": ("DOES NOT HOLD", [])}
+    table = report.parts_table(record)
+    assert "| C6: later-layer half-spaces cluster in training | *HOLDS IN PART* (1 of 2) | (a) HOLDS<br>(b) **DOES NOT HOLD** |" in table
+    # a part decided in two notebooks is pending while one of them has no v4 full record
+    record["notebooks"]["05"] = {"rule": 4, "verdicts": [], "parts": [
+        {"claim": "C5", "label": "c", "word": "HOLDS", "dlgn_undecided": False}]}
+    assert report.part_words("C5", record)["c"] == ("pending", ["06"])
+    record["notebooks"]["06"] = {"rule": 3, "verdicts": [], "parts": []}   # a v3 record does not count
+    assert report.part_words("C5", record)["c"] == ("pending", ["06"])
+    record["notebooks"]["06"] = {"rule": 4, "verdicts": [], "parts": [
+        {"claim": "C5", "label": "c", "word": "INCONCLUSIVE", "dlgn_undecided": False}]}
+    assert report.part_words("C5", record)["c"] == ("INCONCLUSIVE", [])
+    # C1 is decided by rule v3's worst cases, read from the recorded checks
+    checks = [{"name": f"max |path sum - forward|, {n}", "value": "1e-14", "op": "<=", "threshold": "1e-10",
+               "outcome": "pass"} for n in ("DLGN, value input ones, soft gates", "DLGN, value input ones, hard gates",
+                                             "DLGN, value input x, soft gates", "DLGN, value input x, hard gates",
+                                             "ReLU, no biases, hard gates")]
+    record["notebooks"]["01"] = {"rule": 3, "verdicts": [{"claim": "C1", "profile": "full", "word": "SUPPORTED",
+                                                          "n_pass": 5, "n_checks": 5, "checks": checks}]}
+    assert report.part_words("C1", record) == {"a": ("HOLDS", [])}
+    checks[2]["outcome"] = "fail"
+    assert report.part_words("C1", record) == {"a": ("DOES NOT HOLD", [])}

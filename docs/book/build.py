@@ -95,6 +95,14 @@ at paper scale only when every notebook that judges it says so under the `full` 
 
 {report.bottom_lines_table(data)}
 
+## By parts (rules v4)
+
+Under rules v4 (registered before their runs) each claim is split into the parts it states; a
+part holds only when every check deciding it passes, and a claim's bottom line says how many of
+its parts hold. The table above stays until every notebook of a claim has its v4 `full` run.
+
+{report.parts_table(report.full_record())}
+
 ## Claims and verdicts in detail
 
 {report.claims_table(data)}
