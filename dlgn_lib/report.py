@@ -430,7 +430,14 @@ def part_words(claim: str, record: dict) -> dict[str, tuple[str, list[str]]]:
                 continue
             words.append(found[0]["word"])
             undecided |= found[0]["dlgn_undecided"]
-        out[label] = (parts.combine(part.get("kind", "all"), words, undecided) if not missing else "pending", missing)
+        kind = part.get("kind", "all")
+        if not missing:
+            out[label] = (parts.combine(kind, words, undecided), missing)
+        elif kind == "all" and parts.DOES_NOT_HOLD in words:
+            # a check failing at the correction of the whole part decides it, whatever the rest shows
+            out[label] = (parts.DOES_NOT_HOLD, missing)
+        else:
+            out[label] = ("pending", missing)
     return out
 
 
@@ -452,7 +459,8 @@ def parts_table(record: dict) -> str:
             line = f"{_word_v4(word)} ({k} of {n})" if word == parts.HOLDS_IN_PART else _word_v4(word)
         else:
             line = f"*pending*: {len(decided)} of {len(words)} parts decided"
-        shown = "<br>".join(f"({label}) {_word_v4(w) if w != 'pending' else '*pending*: no v4 full run of ' + ', '.join(m)}"
+        shown = "<br>".join(f"({label}) " + ('*pending*: no v4 full run of ' + ', '.join(m) if w == "pending" else
+                                             _word_v4(w) + (f" (decided before {', '.join(m)} ran)" if m else ""))
                             for label, (w, m) in words.items())
         rows.append(f"| {claim}: {_escape(SHORT_CLAIMS[claim])} | {_escape(line)} | {_escape(shown)} |")
     return "\n".join(rows)

@@ -343,3 +343,13 @@ def test_the_readme_reads_each_claim_by_parts_from_the_full_records_of_its_noteb
     assert report.part_words("C1", record) == {"a": ("HOLDS", [])}
     checks[2]["outcome"] = "fail"
     assert report.part_words("C1", record) == {"a": ("DOES NOT HOLD", [])}
+
+
+def test_a_part_failing_in_one_notebook_does_not_hold_before_the_others_ran():
+    from dlgn_lib import report
+    record = {"notebooks": {"05": {"rule": 4, "verdicts": [], "parts": [
+        {"claim": "C5", "label": "a", "word": "DOES NOT HOLD", "dlgn_undecided": False},
+        {"claim": "C5", "label": "c", "word": "HOLDS", "dlgn_undecided": False}]}}}
+    words = report.part_words("C5", record)
+    assert words["a"] == ("DOES NOT HOLD", ["10"]) and words["c"] == ("pending", ["06"])
+    assert "(a) **DOES NOT HOLD** (decided before 10 ran)" in report.parts_table(record)
