@@ -365,10 +365,12 @@ def test_a_seed_in_other_digits_is_refused_by_type():
 
 
 def test_derived_seeds_stay_32_bit():
+    n = C.NOTEBOOK_SIZES["05"]["quick"]["n_seeds"]   # 05 quick: 10 seeds (rule v4)
     ns = {"PROFILE": "quick", "SEED": 2**32 - 1, "TARGET_SEED": 100, "EPOCHS": None, "SEEDS": None}
-    with pytest.raises(C.ParameterError, match=r"SEED=4294967295 is not allowed here: .* SEED \+ 4, .* use SEED <= 4294967291"):
+    with pytest.raises(C.ParameterError, match=rf"SEED=4294967295 is not allowed here: .* SEED \+ {n - 1}, .* "
+                                               rf"use SEED <= {2**32 - n}"):
         C.setup("05", ns, show=False)
-    ns.update(SEED=2**32 - 5, TARGET_SEED=2**32 - 2)   # 05 quick: 5 seeds
+    ns.update(SEED=2**32 - n, TARGET_SEED=2**32 - 2)
     with pytest.raises(C.ParameterError, match=r"TARGET_SEED=4294967294 is not allowed"):
         C.setup("05", ns, show=False)
     ns.update(TARGET_SEED=2**32 - 3)
