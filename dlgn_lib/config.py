@@ -416,7 +416,7 @@ RULES_V4: dict[str, dict[str, dict[str, Any]]] = {
 
 #: The notebooks that run rules v4 now (their parameters cell, ``NOTEBOOK_SIZES`` and verdict cell
 #: moved to ``RULES_V4``; tests/test_rules_v4.py checks each); the others still run rules v3.
-AT_RULES_V4 = frozenset({"05", "06"})
+AT_RULES_V4 = frozenset({"05", "06", "10"})
 
 
 #: Notebooks whose runs are trained at another notebook's sizes (its run-config functions, its

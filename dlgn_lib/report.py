@@ -436,6 +436,8 @@ def part_words(claim: str, record: dict) -> dict[str, tuple[str, list[str]]]:
         elif kind == "all" and parts.DOES_NOT_HOLD in words:
             # a check failing at the correction of the whole part decides it, whatever the rest shows
             out[label] = (parts.DOES_NOT_HOLD, missing)
+        elif undecided:   # like for like: an undecided DLGN check leaves the part inconclusive, whatever the rest shows
+            out[label] = (parts.INCONCLUSIVE, missing)
         else:
             out[label] = ("pending", missing)
     return out
