@@ -345,20 +345,19 @@ def test_the_readme_reads_each_claim_by_parts_from_the_full_records_of_its_noteb
     assert report.part_words("C1", record) == {"a": ("DOES NOT HOLD", [])}
 
 
-def test_a_part_failing_in_one_notebook_does_not_hold_before_the_others_ran():
+@pytest.mark.parametrize("claim,notebook,local,expected", [
+    # a check failing at the correction of the whole part decides it; a holding part waits for the others
+    ("C5", "05", [("a", "DOES NOT HOLD", False), ("c", "HOLDS", False)],
+     {"a": ("DOES NOT HOLD", ["10"]), "c": ("pending", ["06"])}),
+    # like for like: an undecided DLGN check leaves the part inconclusive, whatever the others show
+    ("C7", "06", [("e", "INCONCLUSIVE", True), ("c", "HOLDS", False)],
+     {"e": ("INCONCLUSIVE", ["08"]), "c": ("pending", ["08"])}),
+])
+def test_a_part_decided_in_one_notebook_is_read_before_the_others_ran(claim, notebook, local, expected):
     from dlgn_lib import report
-    record = {"notebooks": {"05": {"rule": 4, "verdicts": [], "parts": [
-        {"claim": "C5", "label": "a", "word": "DOES NOT HOLD", "dlgn_undecided": False},
-        {"claim": "C5", "label": "c", "word": "HOLDS", "dlgn_undecided": False}]}}}
-    words = report.part_words("C5", record)
-    assert words["a"] == ("DOES NOT HOLD", ["10"]) and words["c"] == ("pending", ["06"])
-    assert "(a) **DOES NOT HOLD** (decided before 10 ran)" in report.parts_table(record)
-
-
-def test_a_like_for_like_part_with_an_undecided_dlgn_is_inconclusive_before_the_others_ran():
-    from dlgn_lib import report
-    record = {"notebooks": {"06": {"rule": 4, "verdicts": [], "parts": [
-        {"claim": "C7", "label": "e", "word": "INCONCLUSIVE", "dlgn_undecided": True},
-        {"claim": "C7", "label": "c", "word": "HOLDS", "dlgn_undecided": False}]}}}
-    words = report.part_words("C7", record)
-    assert words["e"] == ("INCONCLUSIVE", ["08"]) and words["c"] == ("pending", ["08"])
+    record = {"notebooks": {notebook: {"rule": 4, "verdicts": [], "parts": [
+        {"claim": claim, "label": label, "word": word, "dlgn_undecided": undecided} for label, word, undecided in local]}}}
+    words = report.part_words(claim, record)
+    assert {label: words[label] for label in expected} == expected
+    if claim == "C5":
+        assert "(a) **DOES NOT HOLD** (decided before 10 ran)" in report.parts_table(record)
