@@ -186,11 +186,6 @@ def bottom_line(claim: str, parts: Sequence[Part]) -> str:
     return f"{claim}: {word} ({count}: {detail})"
 
 
-def report(claim: str, parts: Sequence[Part]) -> str:
-    """The bottom line followed by one line per part."""
-    return "\n".join([f"BOTTOM LINE {bottom_line(claim, parts)}"] + [p.line() for p in parts])
-
-
 # --- the registry --------------------------------------------------------------------------------
 
 def registry() -> dict:
@@ -326,5 +321,5 @@ def family_error(k: int, per_check: float = (1 - intervals.LEVEL) / 2) -> dict:
 
 
 __all__ = ["HOLDS", "HOLDS_IN_PART", "DOES_NOT_HOLD", "INCONCLUSIVE", "NOT_SHOWN", "Part", "check",
-           "fails_corrected", "claim_word", "bottom_line", "report", "registry", "registered_parts", "assemble",
+           "fails_corrected", "claim_word", "bottom_line", "registry", "registered_parts", "assemble",
            "local", "show", "combine", "family_error"]
