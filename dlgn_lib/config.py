@@ -390,7 +390,7 @@ QUICK_IS: dict[str, str] = {
     "02": "smoke test", "05": "smoke test", "06": "smoke test", "10": "smoke test",
     "01": "miniature",
     "03": "miniature",
-    "04": "miniature",
+    "04": "smoke test",   # rule v4: the ReLU medians depend on the training-set size
     "07": "smoke test",
     "08": "smoke test",
 }
@@ -416,7 +416,7 @@ RULES_V4: dict[str, dict[str, dict[str, Any]]] = {
 
 #: The notebooks that run rules v4 now (their parameters cell, ``NOTEBOOK_SIZES`` and verdict cell
 #: moved to ``RULES_V4``; tests/test_rules_v4.py checks each); the others still run rules v3.
-AT_RULES_V4 = frozenset({"05", "06", "10"})
+AT_RULES_V4 = frozenset(RULES_V4)   # every notebook whose rule v4 changes
 
 
 #: Notebooks whose runs are trained at another notebook's sizes (its run-config functions, its
@@ -458,16 +458,18 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "02": {
         # Plane sets: n points each, full batch. SD-I: the group's data and protocol (dl.protocol),
         # odt_epochs passes (the protocol's 1,501 under full); odt_n_total None = all 40,000 points.
-        # Rule v3: n_seeds plane seeds, odt_seeds SD-I seeds; quick a smoke test at full's lr.
+        # Rule v4 (v3's sizes): n_seeds plane seeds, odt_seeds SD-I seeds (10 and 5 under both
+        # profiles: a plane run costs under a minute); quick a smoke test at full's lr.
         "quick": dict(n=600, widths=(16, 16, 16), epochs=300, lr=5e-3, eval_every=5, n_snapshots=6,
-                      n_seeds=5, odt_seeds=3, odt_epochs=40, odt_n_total=None),
+                      n_seeds=10, odt_seeds=5, odt_epochs=40, odt_n_total=None),
         "full": dict(n=4000, widths=(64, 64, 64), epochs=2000, lr=5e-3, eval_every=10, n_snapshots=20,
                      n_seeds=10, odt_seeds=5, odt_epochs=1501, odt_n_total=None),
     },
     "04": {
         # Fashion-MNIST images per class in each split (all of them: 5,400 / 600 / 1,000); the
         # gradient cosine is measured on the first n_cos_inputs test images. top_paths enumerates
-        # Π m_ℓ · 10 path values, which must stay below paths.MAX_ENTRIES.
+        # Π m_ℓ · 10 path values, which must stay below paths.MAX_ENTRIES. Rule v4: quick is a
+        # smoke test (at 400 images per class the ReLU layer-2 median stays at 0.93-0.94).
         "quick": dict(fmnist_per_class=(400, 100, 100), widths=(64, 64, 64),
                       epochs=100, lr=1e-3, batch_size=256, n_snapshots=6, n_cos_inputs=500, n_paths_shown=4,
                       n_seeds=5),
@@ -493,7 +495,7 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
     },
     "07": {
         # odt: the group's SD-I (dl.protocol.data_spec), odt_n_total None = all 40,000 points.
-        # Rule v3: quick keeps full's depth (6 gating layers), learning rate and batch size.
+        # Rules v3 and v4: quick keeps full's depth (6 gating layers), learning rate and batch size.
         "quick": dict(fmnist_per_class=(200, 100, 100), fmnist_widths=(64,) * 6,
                       odt_n_total=None, odt_widths=(32,) * 6, epochs=30, lr=1e-3, batch_size=256,
                       n_snapshots=10, n_seeds=5),
@@ -502,10 +504,11 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict[str, Any]]] = {
                      n_snapshots=20, n_seeds=5),
     },
     "08": {
-        # Rule v3: 08's own runs (fresh seeds and targets) at the sizes of notebook 06's circle runs
-        # and notebook 07's odt runs (their rules v3); n_seeds circle seeds, odt_seeds odt seeds.
-        # n_grid: angles of the θ grid on which gate switches are located. Quick is a smoke test.
-        "quick": dict(n_grid=4096, n_seeds=5, odt_seeds=5),
+        # Rule v4 (v3's sizes): 08's own runs (fresh seeds and targets) at the sizes of notebook
+        # 06's circle runs and notebook 07's odt runs; n_seeds circle seeds (10 under both profiles:
+        # a circle run costs under a minute), odt_seeds odt seeds. n_grid: angles of the θ grid on
+        # which gate switches are located. Quick is a smoke test.
+        "quick": dict(n_grid=4096, n_seeds=10, odt_seeds=5),
         "full": dict(n_grid=16384, n_seeds=10, odt_seeds=5),
     },
     "10": {

@@ -281,8 +281,10 @@ def show(claim: str, notebook: str, checks: Iterable[verdict.SeedCheck], sensiti
         print(f"{SMOKE_PART_MARK} lines: what these quick checks would read; quick decides no part of {claim}")
     for part, others in local(claim, notebook, checks, sensitive):
         here = len(part.checks)
-        unit = "pairs" if part.kind == "like for like" else "checks"
-        count = f"{here} {unit} here" if not others else f"{here} of its {part.registered} {unit} here; with {', '.join(others)}"
+        unit = "pair" if part.kind == "like for like" else "check"
+        units = f"{unit}s" if part.registered != 1 else unit
+        count = (f"{here} {units} here" if not others
+                 else f"{here} of its {part.registered} {units} here; with {', '.join(others)}")
         sensitive_names = sorted(c.name for c in _flat(part.checks) if c.name in part.sensitive)
         extra = f"; machine-sensitive: {', '.join(sensitive_names)}" if sensitive_names else ""
         extra += f"; {DLGN_UNDECIDED}" if part.dlgn_undecided else ""

@@ -228,13 +228,18 @@ def code_path_of(path: Path) -> str:
                 "not printed")
 
 
-def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
+def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool = False) -> dict:
     """Write the ``full`` record from notebooks executed with ``PROFILE=full`` in ``folder``.
 
     Each notebook must have run under ``full`` (papermill's parameters say so); its verdicts and
-    duration replace the old entry, whose ``note`` (how it was run) is kept. The folder's
-    ``series.json`` (written by ``series run``), when there is one, is recorded under ``series``,
-    keyed by its notebook ids: the run's wall time, workers, and whether its run cache was empty.
+    duration replace the old entry, whose ``note`` (how it was run) is kept, and whose records of
+    other machines are kept while the rule is the same. The folder's ``series.json`` (written by
+    ``series run``), when there is one, is recorded under ``series``, keyed by its notebook ids:
+    the run's wall time, workers, and whether its run cache was empty.
+
+    ``another_machine``: the folder holds the same rule's ``full`` run on another CPU or code path;
+    it is kept beside the entry (``other_machines``), which it does not replace, so that a check
+    whose outcome differs between the two is machine-sensitive (``machine_sensitive``).
     """
     old = json.loads(record.read_text()) if record.exists() else {"notebooks": {}}
     found = _notebooks(folder)
@@ -245,16 +250,36 @@ def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
     machine = {k: v for k, v in verify.machine().items() if k not in ("numerics", "aten_cpu_capability", "mkl_cbwr",
                                                                       "numpy_disabled_features", "onednn_max_cpu_isa")}
     version = verify.code_version()
+    entries = {}
     for nb_id, path in found.items():
         params = nbformat.read(path, as_version=4).metadata.get("papermill", {}).get("parameters", {})
         if params.get("PROFILE") != "full":
             raise ValueError(f"{path}: executed with parameters {params}, not PROFILE='full'")
         entry = _record_of(path)
-        entry["note"] = old["notebooks"].get(nb_id, {}).get("note", "")
         entry["code_version"], entry["machine"] = version, machine
         entry["code_path"] = code_path_of(path)
         entry["rule"] = current_rule(nb_id)
+        previous = old["notebooks"].get(nb_id, {})
+        if another_machine and previous.get("rule") != entry["rule"]:
+            raise ValueError(f"{path}: another machine's run of rule v{entry['rule']}, but the record of {nb_id} "
+                             f"is of rule v{previous.get('rule')}: record this machine's run first (without "
+                             "--another-machine)")
+        entries[nb_id] = (entry, previous)
+    for nb_id, (entry, previous) in entries.items():
+        if another_machine:
+            key = (entry["machine"].get("cpu_family_model_stepping"), entry["code_path"])
+            others = [o for o in previous.get("other_machines", [])
+                      if (o["machine"].get("cpu_family_model_stepping"), o["code_path"]) != key]
+            previous["other_machines"] = others + [entry]
+            continue
+        entry["note"] = previous.get("note", "")
+        kept = [o for o in previous.get("other_machines", []) if o.get("rule") == entry["rule"]]
+        if kept:
+            entry["other_machines"] = kept
         old["notebooks"][nb_id] = entry
+    if another_machine:
+        record.write_text(json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+        return old
     from dlgn_lib.series import SERIES_NOTE   # series imports this module: import it here
     series_note = Path(folder) / SERIES_NOTE
     if series_note.exists():
@@ -272,7 +297,10 @@ def record_full(folder: Path, record: Path = FULL_RECORD) -> dict:
                     "where `seconds` was measured from runs trained beforehand, is the time with those runs "
                     "trained from an empty cache; a new record of the notebook drops it. `series` holds the "
                     "runs of `series run` as their series.json states them, keyed by their notebook ids: wall "
-                    "time from start to end, workers, and whether the run cache was empty at the start.")
+                    "time from start to end, workers, and whether the run cache was empty at the start. "
+                    "`other_machines` holds the same rule's full runs on other CPUs or code paths (report "
+                    "record FOLDER --another-machine): a check whose outcome differs between them is "
+                    "machine-sensitive, and a part it decides is INCONCLUSIVE (rules v4).")
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     return old
@@ -404,6 +432,61 @@ def bottom_lines_table(data: dict[str, Measured]) -> str:
     return "\n".join(rows)
 
 
+def machine_sensitive(entry: dict) -> set[str]:
+    """The checks of a notebook's full record whose outcome differs between the CPUs and code paths
+    it was run on (the entry and its ``other_machines``): machine-sensitive under rules v4."""
+    outcomes: dict[str, set] = {}
+    for one in [entry, *entry.get("other_machines", [])]:
+        for v in _verdicts_from_record(one):
+            for c in v.checks:
+                outcomes.setdefault(c.name, set()).add(c.outcome)
+    return {name for name, seen in outcomes.items() if len(seen) > 1}
+
+
+def _part_word_across_machines(entry: dict, claim: str, label: str, patterns: list[str]) -> tuple[str, bool] | None:
+    """A part's word in one notebook's full record, read on every machine it was run on: the
+    common word, or INCONCLUSIVE when the machines' words differ, or when they all say DOES NOT
+    HOLD but no check of the part fails on every machine (each fails on other checks). Returns
+    (word, whether the machines disagreed), or None when the entry decides no such part."""
+    from dlgn_lib import parts
+    words = []
+    for one in [entry, *entry.get("other_machines", [])]:
+        found = [p for p in one.get("parts", []) if (p["claim"], p["label"]) == (claim, label)]
+        if not found:
+            return None
+        words.append(found[0]["word"])
+    if len(set(words)) > 1:
+        return parts.INCONCLUSIVE, True
+    if words[0] == parts.DOES_NOT_HOLD and len(words) > 1:
+        failing = None
+        for one in [entry, *entry.get("other_machines", [])]:
+            names = {c.name for v in _verdicts_from_record(one) for c in v.checks if c.outcome == "fail"
+                     and any(fnmatch.fnmatchcase(c.name, p + "*") for p in patterns)}
+            failing = names if failing is None else failing & names
+        if not failing:
+            return parts.INCONCLUSIVE, True
+    return words[0], False
+
+
+def sensitive_parts(claim: str, record: dict) -> set[str]:
+    """The labels of ``claim``'s parts that a notebook's full records on several machines read
+    differently (``_part_word_across_machines``): machine-sensitive, counted INCONCLUSIVE."""
+    from dlgn_lib import parts
+    out = set()
+    for label, part in parts.registered_parts(claim).items():
+        for n in dict.fromkeys(r["notebook"] for r in part["checks"]):
+            entry = record.get("notebooks", {}).get(n) or {}
+            read = _part_word_across_machines(entry, claim, label, _part_patterns(part, n)) if entry else None
+            if read and read[1]:
+                out.add(label)
+    return out
+
+
+def _part_patterns(part: dict, notebook: str) -> list[str]:
+    """The registered check-name patterns of a part in one notebook (both sides of a like-for-like pair)."""
+    return [r[k] for r in part["checks"] if r["notebook"] == notebook for k in ("check", "dlgn", "other") if k in r]
+
+
 def part_words(claim: str, record: dict) -> dict[str, tuple[str, list[str]]]:
     """Each registered part of ``claim`` (rules v4, ``dl.parts``) under full: label → (its word,
     the notebooks still without a full record under rules v4 that decide it). A part's word
@@ -428,7 +511,9 @@ def part_words(claim: str, record: dict) -> dict[str, tuple[str, list[str]]]:
             if not entry or (entry.get("rule") or 0) < 4 or not found:
                 missing.append(n)
                 continue
-            words.append(found[0]["word"])
+            # a part read differently on the machines of the record is machine-sensitive: inconclusive
+            read = _part_word_across_machines(entry, claim, label, _part_patterns(part, n))
+            words.append(read[0] if read else found[0]["word"])
             undecided |= found[0]["dlgn_undecided"]
         kind = part.get("kind", "all")
         if not missing:
@@ -461,8 +546,11 @@ def parts_table(record: dict) -> str:
             line = f"{_word_v4(word)} ({k} of {n})" if word == parts.HOLDS_IN_PART else _word_v4(word)
         else:
             line = f"*pending*: {len(decided)} of {len(words)} parts decided"
+        sensitive = sensitive_parts(claim, record)
         shown = "<br>".join(f"({label}) " + ('*pending*: no v4 full run of ' + ', '.join(m) if w == "pending" else
-                                             _word_v4(w) + (f" (decided before {', '.join(m)} ran)" if m else ""))
+                                             _word_v4(w) + (f" (decided before {', '.join(m)} ran)" if m else "")
+                                             + (" (machine-sensitive: the CPUs' full records differ)"
+                                                if label in sensitive else ""))
                             for label, (w, m) in words.items())
         rows.append(f"| {claim}: {_escape(SHORT_CLAIMS[claim])} | {_escape(line)} | {_escape(shown)} |")
     return "\n".join(rows)
@@ -819,12 +907,17 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="record the verdicts and runtimes of notebooks executed with PROFILE=full")
     rec.add_argument("folder", type=Path)
+    rec.add_argument("--another-machine", action="store_true",
+                     help="the folder is the same rule's full run on another CPU or code path: keep it beside the "
+                          "record (a check whose outcome differs is machine-sensitive) instead of replacing it")
     sub.add_parser("write", help="rewrite every generated block")
     sub.add_parser("check", help="exit 1 when a generated block disagrees with the executed notebooks")
     args = parser.parse_args(argv)
     if args.command == "record":
-        entries = record_full(args.folder)["notebooks"]
-        print(f"recorded {len(entries)} notebooks in {locations.display_path(FULL_RECORD)}")
+        found = sorted(_notebooks(args.folder))
+        record_full(args.folder, another_machine=args.another_machine)
+        what = "as another machine's run of" if args.another_machine else "for"
+        print(f"recorded {what} {len(found)} notebooks ({', '.join(found)}) in {locations.display_path(FULL_RECORD)}")
     elif args.command == "write":
         changed = write()
         print("rewritten: " + (", ".join(locations.display_path(p) for p in changed) or "nothing (all current)"))

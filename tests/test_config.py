@@ -182,7 +182,7 @@ def test_profile_differences_tell_sizes_from_settings_and_depth():
     sizes, other = config.profile_differences("07")                 # rules v3: full's depth and lr
     assert other == [] and "odt_widths" in sizes and "fmnist_widths" in sizes and "epochs" in sizes
     sizes, other = config.profile_differences("08")                 # rules v3: 06's and 07's current sizes
-    assert other == [] and {"n_seeds", "n_grid", "06: n_train", "06: widths", "07: odt_widths"} <= set(sizes)
+    assert other == [] and {"n_grid", "06: n_train", "06: widths", "07: odt_widths"} <= set(sizes)   # v4: 10 seeds in both
     assert "odt_seeds" not in sizes                                  # 5 odt seeds under both profiles
-    assert config.profile_differences("04")[1] == []            # a miniature since rules v3
+    assert config.profile_differences("04")[1] == []            # a smoke test since rules v4
     assert config.profile_differences("05")[1] == []            # a smoke test since rules v3

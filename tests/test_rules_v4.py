@@ -282,7 +282,8 @@ def test_a_notebook_at_rules_v4_runs_the_registered_seeds_and_counts_under_both_
             if key in config.RULES_V4[notebook]["full"]:
                 found = re.findall(rf"^{name}\s*=\s*(\d+)", code, flags=re.M)
                 assert found == [str(config.RULES_V4[notebook]["full"][key])], (notebook, name, found)
-        assert ("dl.parts.check(" in code or "checks_v4(" in code) and "dl.verdict.seed_check(" not in code, notebook
+        assert ("dl.parts.check(" in code or "checks_v4(" in code or "rules=4" in code), notebook   # v4 intervals
+        assert "dl.verdict.seed_check(" not in code and f'dl.parts.show("C' in code, notebook
         smoke = config.RULES_V4[notebook]["quick"].get("smoke")
         if smoke is not None:
             assert (config.QUICK_IS[notebook] == "smoke test") == smoke, notebook
@@ -361,3 +362,73 @@ def test_a_part_decided_in_one_notebook_is_read_before_the_others_ran(claim, not
     assert {label: words[label] for label in expected} == expected
     if claim == "C5":
         assert "(a) **DOES NOT HOLD** (decided before 10 ran)" in report.parts_table(record)
+
+
+def _entry(parts_words, outcomes, cpu="6/167/1"):
+    """A planted full record entry of 07 under rule v4: its part lines and its checks' outcomes."""
+    checks = [{"name": name, "op": ">=", "outcome": o, "over": "mean over 5 seeds", "threshold": "0.1", "value": "1"}
+              for name, o in outcomes.items()]
+    return {"rule": 4, "machine": {"cpu_family_model_stepping": cpu}, "code_path": "numerics: native",
+            "verdicts": [{"claim": "C6", "profile": "full", "word": "x", "n_pass": 0, "n_checks": len(checks),
+                          "checks": checks}],
+            "parts": [{"claim": "C6", "label": label, "word": word, "dlgn_undecided": False}
+                      for label, word in parts_words.items()]}
+
+
+_C6 = {"g_f": "fashion_mnist: DLGN extra growth Δ of the score, layer 1 → 6",
+       "g_o": "odt: DLGN extra growth Δ of the score, layer 1 → 6",
+       "n_f": "fashion_mnist: DLGN effective directions of layer 6, trained",
+       "n_o": "odt: DLGN effective directions of layer 6, trained"}
+
+
+def test_a_part_read_differently_by_the_full_records_of_two_cpus_is_machine_sensitive_and_inconclusive():
+    from dlgn_lib import report
+    one = _entry({"a": "HOLDS", "b": "DOES NOT HOLD"},
+                 {_C6["g_f"]: "pass", _C6["g_o"]: "pass", _C6["n_f"]: "fail", _C6["n_o"]: "pass"})
+    record = {"notebooks": {"07": one}}
+    assert report.part_words("C6", record) == {"a": ("HOLDS", []), "b": ("DOES NOT HOLD", [])}
+    assert report.machine_sensitive(one) == set() and report.sensitive_parts("C6", record) == set()
+    # a second CPU where the failing check is only inconclusive: (b) reads differently, so it is inconclusive
+    other = _entry({"a": "HOLDS", "b": "INCONCLUSIVE"},
+                   {_C6["g_f"]: "pass", _C6["g_o"]: "pass", _C6["n_f"]: "inconclusive", _C6["n_o"]: "pass"}, "25/1/1")
+    record["notebooks"]["07"] = {**one, "other_machines": [other]}
+    assert report.machine_sensitive(record["notebooks"]["07"]) == {_C6["n_f"]}
+    assert report.part_words("C6", record) == {"a": ("HOLDS", []), "b": ("INCONCLUSIVE", [])}
+    assert report.sensitive_parts("C6", record) == {"b"}
+    assert "(b) *INCONCLUSIVE* (machine-sensitive: the CPUs' full records differ)" in report.parts_table(record)
+    # both CPUs say DOES NOT HOLD, but each through another check: no check fails on both, so inconclusive
+    other = _entry({"a": "HOLDS", "b": "DOES NOT HOLD"},
+                   {_C6["g_f"]: "pass", _C6["g_o"]: "pass", _C6["n_f"]: "pass", _C6["n_o"]: "fail"}, "25/1/1")
+    record["notebooks"]["07"] = {**one, "other_machines": [other]}
+    assert report.part_words("C6", record)["b"] == ("INCONCLUSIVE", [])
+    # the same check fails on both: the part does not hold on either CPU
+    other = _entry({"a": "HOLDS", "b": "DOES NOT HOLD"},
+                   {_C6["g_f"]: "pass", _C6["g_o"]: "pass", _C6["n_f"]: "fail", _C6["n_o"]: "inconclusive"}, "25/1/1")
+    record["notebooks"]["07"] = {**one, "other_machines": [other]}
+    assert report.part_words("C6", record)["b"] == ("DOES NOT HOLD", [])
+
+
+def test_another_machines_full_run_is_kept_beside_the_record_and_must_be_of_the_same_rule(tmp_path, monkeypatch):
+    import nbformat
+    from dlgn_lib import report, verify
+    monkeypatch.setattr(verify, "code_version", lambda: "abc1234")
+    folder = tmp_path / "run"
+    folder.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["papermill"] = {"parameters": {"PROFILE": "full"}, "duration": 12.0}
+    nb.cells = [nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output(
+        "stream", name="stdout", text="numerics: native\nPART C6 (a) HOLDS: grows (2 checks here)\n")])]
+    nbformat.write(nb, folder / "07_clusters.ipynb")
+    record = tmp_path / "full_results.json"
+    record.write_text(json.dumps({"notebooks": {"07": {"rule": 3, "note": "v3"}}}))
+    with pytest.raises(ValueError, match="record this machine's run first"):
+        report.record_full(folder, record, another_machine=True)
+    assert json.loads(record.read_text()) == {"notebooks": {"07": {"rule": 3, "note": "v3"}}}, "nothing written"
+    report.record_full(folder, record)
+    report.record_full(folder, record, another_machine=True)
+    report.record_full(folder, record, another_machine=True)   # the same machine again replaces its entry
+    entry = json.loads(record.read_text())["notebooks"]["07"]
+    assert entry["rule"] == 4 and len(entry["other_machines"]) == 1
+    assert entry["other_machines"][0]["parts"] == [{"claim": "C6", "label": "a", "word": "HOLDS", "dlgn_undecided": False}]
+    report.record_full(folder, record)   # a new record of the same rule keeps the other machines' runs
+    assert len(json.loads(record.read_text())["notebooks"]["07"]["other_machines"]) == 1

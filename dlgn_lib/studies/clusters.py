@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from .. import clusters, config, paths, protocol, verdict
+from .. import clusters, config, parts, paths, protocol, verdict
 from ..plots import MODEL_COLORS, MODEL_NAMES
 
 DATASETS = ("fashion_mnist", "odt")
@@ -156,19 +156,23 @@ def seed_values(table: pd.DataFrame, dataset: str, kind: str) -> pd.DataFrame:
 
 
 def checks(table: pd.DataFrame, min_extra_growth: float, min_directions: float,
-           datasets: Sequence[str] = DATASETS) -> list:
+           datasets: Sequence[str] = DATASETS, rules: int = 3) -> list:
     """Rule v3's checks for the DLGN, per data set, over seeds with 90 % intervals
     (``verdict.seed_check``): mean Δ >= ``min_extra_growth`` (a trained − init difference) and mean
     effective directions of the deepest layer after training >= ``min_directions`` (a guard against
-    collapse, which holds at init by construction: not held against init, see the rule)."""
+    collapse, which holds at init by construction: not held against init, see the rule).
+
+    ``rules=4`` (reconstruction §8.2): the same checks with the v4 interval (``dl.parts.check``);
+    they decide C6's parts (a) (Δ) and (b) (directions)."""
+    seed_check = parts.check if rules >= 4 else verdict.seed_check
     out = []
     for d in datasets:
         depth = int(table.loc[table["dataset"] == d, "layer"].max())
         per_seed = seed_values(table, d, "dlgn")
-        out += [verdict.seed_check(f"{d}: DLGN extra growth Δ of the score, layer 1 → {depth}",
-                                   per_seed["extra growth Δ"].to_numpy(), ">=", min_extra_growth),
-                verdict.seed_check(f"{d}: DLGN effective directions of layer {depth}, trained",
-                                   per_seed["n_eff layer L trained"].to_numpy(), ">=", min_directions)]
+        out += [seed_check(f"{d}: DLGN extra growth Δ of the score, layer 1 → {depth}",
+                           per_seed["extra growth Δ"].to_numpy(), ">=", min_extra_growth),
+                seed_check(f"{d}: DLGN effective directions of layer {depth}, trained",
+                           per_seed["n_eff layer L trained"].to_numpy(), ">=", min_directions)]
     return out
 
 

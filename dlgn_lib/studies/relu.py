@@ -241,6 +241,22 @@ def undecided_notes(checks: Mapping[str, Mapping[str, object]]) -> list[str]:
             for k, c in pair.items() if isinstance(c, verdict.UndecidedCheck)]
 
 
+def like_for_like_checks(checks: Mapping[str, Mapping[str, object]]) -> list:
+    """Rule v4's C7 checks in 08, like for like (reconstruction §8.2): the ReLU net's check on every
+    row where the DLGN's passes (the pairs that count); a row where the DLGN's is inconclusive
+    gives an undecided check in its place (its part is inconclusive whatever the ReLU net shows),
+    and a row where the DLGN's fails counts nothing (not shown by the DLGN)."""
+    out = []
+    for row, pair in checks.items():
+        dlgn, other = pair["dlgn"], pair["relu"]
+        if dlgn.outcome == verdict.PASS:
+            out.append(other)
+        elif dlgn.outcome == verdict.INCONCLUSIVE:
+            out.append(verdict.undecided_check(other.name, other.op, other.threshold,
+                                               f"the DLGN's {row} is undecided, so the pair cannot count"))
+    return out
+
+
 def c7_checks(checks: Mapping[str, Mapping[str, object]], min_dlgn_rows: int) -> list:
     """C7's two checks (rule v3), counting the rows by their outcomes: (1) rows where the DLGN shows
     the effect >= ``min_dlgn_rows`` (undecided DLGN rows might count); (2) rows where the DLGN shows
