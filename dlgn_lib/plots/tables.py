@@ -1,6 +1,7 @@
 """Figures of result tables (claim T, notebook 09): test accuracy per model and data set."""
 from __future__ import annotations
 
+import warnings
 from typing import Callable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -10,6 +11,11 @@ import seaborn as sns
 from matplotlib.lines import Line2D
 
 from . import MODEL_COLORS, MODEL_NAMES
+
+# Seeds with equal accuracies (e.g. 1.000 on circles) stack on one point of a swarm: expected, and
+# seaborn's warning about it (raised when the figure is drawn) would print a machine path.
+warnings.filterwarnings("ignore", message=r".*of the points cannot be placed", category=UserWarning,
+                        module="seaborn")
 
 
 def point_values(runs: Sequence, row_of: Callable, row: str, kind: str,
