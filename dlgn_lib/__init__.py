@@ -50,9 +50,24 @@ def __getattr__(name: str):
         from .plots import save_figure
         return save_figure
     if name == "setup":
-        from .config import setup
-        return setup
+        return _setup
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _setup(notebook: str, namespace, *, show: bool = True):
+    """A notebook's first step (``dlgn_lib.config.setup``: its parameters checked, its sizes
+    returned), and what the record says about it handed to the verdict code
+    (``dlgn_lib.verdict.use_record``): the package root sits above the record tools and the science,
+    so the science reads no record."""
+    from . import config, plots, report, reproduce, verdict
+    cfg = config.setup(notebook, namespace, show=show)
+    spread = reproduce.load_record()
+    verdict.use_record(report.recorded_for(notebook, spread))
+    plots.use_figure_tolerance(lambda nb, name: reproduce.figure_tolerance(spread, nb, name))
+    return cfg
+
+
+_setup.__name__ = "setup"
 
 
 def __dir__():

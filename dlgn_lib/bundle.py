@@ -22,18 +22,21 @@ in the cache) and ``bundle.json`` (what it holds). Import trusts nothing in it:
 """
 from __future__ import annotations
 
+import argparse
 import gzip
 import io
 import json
 import os
 import re
 import shutil
+import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__, locations, runs
+from .runs import CacheWriteError
 from . import config as _config
 from .config import PROFILES
 
@@ -278,3 +281,36 @@ def import_bundle(file: Path | str, into: Path | str | None = None) -> ImportRep
             return report
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m dlgn_lib.runs export FILE [--profile P] [--notebook NN]`` and ``import FILE [--into DIR]``."""
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.runs",
+                                     description="Pack run-cache entries into a bundle, or add a bundle's entries to a cache.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    out = sub.add_parser("export", help="write the cache's verified entries (or one profile's / notebook's) to FILE")
+    out.add_argument("file", type=Path)
+    out.add_argument("--profile", choices=_config.PROFILES, help="only entries trained under this profile")
+    out.add_argument("--notebook", help="only entries trained by this notebook (e.g. 05)")
+    into = sub.add_parser("import", help="verify a bundle and add its entries to the cache")
+    into.add_argument("file", type=Path)
+    into.add_argument("--into", type=Path, help="the cache to add to (default: DLGN_RUNS_DIR or data/runs)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "export":
+            keys = export(args.file, profile=args.profile, notebook=args.notebook)
+            print(f"wrote {len(keys)} entries to {args.file}")
+        else:
+            report = import_bundle(args.file, args.into)
+            print(report.text() + f" into {args.into or locations.display_path(locations.runs_dir())}")
+    except (BundleError, CacheWriteError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        done = ("no bundle was written (its temporary file is removed)" if args.command == "export" else
+                "entries already moved into the cache are complete and verified, nothing half-written is left "
+                "(the staging folder is removed)")
+        print(f"interrupted: {done}; run the same command again to finish", file=sys.stderr)
+        return 130
+    return 0
+

@@ -458,6 +458,11 @@ def kind_name(kind: str) -> str:
     return f"conv {entry.name}" if conv else entry.name
 
 
+def display_name(kind: str) -> str:
+    """``kind_name`` of a run kind, and any other label as it is (a table's column of kinds)."""
+    return kind_name(kind) if kind in RUN_KINDS else kind
+
+
 def kind_color(kind: str) -> str:
     """Plot colour of a run kind (a conv variant shares its fully connected kind's colour)."""
     return run_kind(kind)[0].color

@@ -27,9 +27,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import data, locations
+from . import data, locations, models
 from .config import DataSpec, ModelSpec, RunConfig
-from .plots import MODEL_NAMES
 from .tables import run_metric, select_on_validation, write_text_atomic
 
 DATASETS = ("SD-I", "SD-II", "SD-III")
@@ -147,7 +146,7 @@ def _setting(config: RunConfig) -> str:
 def format_comparison(table: pd.DataFrame) -> str:
     """The comparison as printed text: accuracies to one decimal, names of the models."""
     shown = pd.DataFrame({
-        "data": table["data"], "model": [MODEL_NAMES.get(k, k) for k in table["model"]],
+        "data": table["data"], "model": [models.display_name(k) for k in table["model"]],
         "published": [("—" if math.isnan(v) else f"{v:.1f}") for v in table["published"]],
         "reproduced": [f"{m:.1f} ± {s:.1f}" if not math.isnan(s) else f"{m:.1f}"
                        for m, s in zip(table["mean"], table["std"])],

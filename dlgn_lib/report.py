@@ -363,6 +363,40 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def recorded_full(notebook: str | None, claim: str, record: Path | None = None) -> str:
+    """The ``full`` verdict of ``claim`` recorded for ``notebook`` in ``docs/full_results.json``, as
+    "SUPPORTED (4 of 4 checks pass)", or "not recorded"; a record from before the notebook's current
+    rule says so ("… under rule v2; no full run under rule v3 yet")."""
+    from .verdict import FAIL, INCONCLUSIVE, NOT_RECORDED
+    if notebook is None:
+        return NOT_RECORDED
+    try:
+        entry = json.loads((FULL_RECORD if record is None else record).read_text())["notebooks"].get(notebook)
+    except (OSError, ValueError):
+        return NOT_RECORDED
+    for v in _verdicts_from_record(entry) if entry else []:
+        if v.claim == claim:
+            counts = f"{v.n_pass} of {v.n_checks} checks pass"
+            rule, now = recorded_rule(entry.get("rule"), notebook), current_rule(notebook)
+            # rules v3 counts all three outcomes, also for checks without an interval (08's row counts)
+            if any(c.low is not None for c in v.checks) or (rule or 0) >= 3:
+                outcomes = [c.outcome for c in v.checks]
+                counts += f", {outcomes.count(FAIL)} fail, {outcomes.count(INCONCLUSIVE)} inconclusive"
+            stale = "" if rule == now else (f" under rule v{rule}" if rule is not None else " under an earlier rule")
+            return f"{v.word} ({counts}){stale}" + (f"; no full run under rule v{now} yet" if stale else "")
+    return NOT_RECORDED
+
+
+def recorded_for(notebook: str, spread: dict | None = None) -> "Recorded":
+    """What the record says about ``notebook``, for its verdict lines (``verdict.Recorded``): the
+    recorded ``full`` result of each claim, and each check's outcome under the code paths of the
+    spread record (``reproduce.check_outcomes``; ``spread``: that record, read when not given)."""
+    from . import reproduce
+    from .verdict import Recorded, combination_rule
+    return Recorded(full={claim: recorded_full(notebook, claim) for claim in combination_rule()["claims"]},
+                    outcomes=reproduce.check_outcomes(notebook, spread))
+
+
 def current_rule(notebook: str) -> int:
     """The version of a notebook's verdict rule now: the highest registered (1 when none is)."""
     from dlgn_lib.verdict import registered_rules

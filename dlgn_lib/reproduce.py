@@ -361,35 +361,10 @@ def summarise(entries: Mapping[str, Mapping], reference: str) -> dict:
 
 # --- figures -------------------------------------------------------------------------------------
 
-#: RMS pixel difference (0-255 scale) allowed to a figure whose pixels did not move in the spread.
-FIGURE_FLOOR_RMS = 0.5
-
-
-#: Figures whose size differs by at most this share in each dimension (tight bounding boxes move
-#: with a tick label's width) are compared on their common top-left area; larger changes: inf.
-FIGURE_SIZE_SLACK = 0.02
-
-
-def figure_rms(expected, actual) -> float:
-    """RMS pixel difference of two PNGs (paths, bytes or file objects) on the 0-255 scale, as
-    ``matplotlib.testing.compare.calculate_rms`` computes it; sizes within ``FIGURE_SIZE_SLACK``
-    are compared on their common area, others give inf."""
-    import io
-
-    from matplotlib.image import imread
-    from matplotlib.testing.compare import calculate_rms
-
-    def pixels(image):
-        array = imread(io.BytesIO(image) if isinstance(image, bytes) else image, format="png")
-        return (array[..., :3] * 255).round().astype("int16")
-
-    a, b = pixels(expected), pixels(actual)
-    if a.shape != b.shape:
-        if any(abs(x - y) > FIGURE_SIZE_SLACK * max(x, y) for x, y in zip(a.shape[:2], b.shape[:2])):
-            return math.inf
-        rows, cols = min(a.shape[0], b.shape[0]), min(a.shape[1], b.shape[1])
-        a, b = a[:rows, :cols], b[:rows, :cols]
-    return float(calculate_rms(a, b))
+#: RMS pixel difference (0-255 scale) allowed to a figure whose pixels did not move in the spread,
+#: the size slack of the comparison, and the comparison itself: the presentation layer's
+#: (``dlgn_lib.plots``), which ``save_figure`` uses too.
+from dlgn_lib.plots import FIGURE_FLOOR_RMS, FIGURE_SIZE_SLACK, figure_rms  # noqa: E402,F401
 
 
 def figure_tolerance(record: Mapping, notebook: str, name: str) -> float:

@@ -18,11 +18,11 @@ and ``manifest.json`` (the config, the code version, who made it and the SHA-256
   user's umask (readable by the group with the usual 022), not 0700. Runs missing from a read-only
   cache are trained and used, with a warning that they cannot be saved.
 
-``python -m dlgn_lib.runs export|import`` packs entries into run bundles (``dlgn_lib.bundle``).
+``python -m dlgn_lib.runs export|import`` packs entries into run bundles (``dlgn_lib.bundle``, whose
+``main`` the command runs: the record tools sit above the run cache).
 """
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import contextlib
 import errno
@@ -573,38 +573,7 @@ def get_or_train_many(configs, *, device=None, progress: bool | None = None, ver
         print(summary_line(sum(len(g) for g in groups.values()), tally), flush=True)
     return [found[c.key()] for c in configs]
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m dlgn_lib.runs export FILE [--profile P] [--notebook NN]`` and ``import FILE [--into DIR]``."""
-    from . import bundle
-    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.runs",
-                                     description="Pack run-cache entries into a bundle, or add a bundle's entries to a cache.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    out = sub.add_parser("export", help="write the cache's verified entries (or one profile's / notebook's) to FILE")
-    out.add_argument("file", type=Path)
-    out.add_argument("--profile", choices=_config.PROFILES, help="only entries trained under this profile")
-    out.add_argument("--notebook", help="only entries trained by this notebook (e.g. 05)")
-    into = sub.add_parser("import", help="verify a bundle and add its entries to the cache")
-    into.add_argument("file", type=Path)
-    into.add_argument("--into", type=Path, help="the cache to add to (default: DLGN_RUNS_DIR or data/runs)")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "export":
-            keys = bundle.export(args.file, profile=args.profile, notebook=args.notebook)
-            print(f"wrote {len(keys)} entries to {args.file}")
-        else:
-            report = bundle.import_bundle(args.file, args.into)
-            print(report.text() + f" into {args.into or locations.display_path(locations.runs_dir())}")
-    except (bundle.BundleError, CacheWriteError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        done = ("no bundle was written (its temporary file is removed)" if args.command == "export" else
-                "entries already moved into the cache are complete and verified, nothing half-written is left "
-                "(the staging folder is removed)")
-        print(f"interrupted: {done}; run the same command again to finish", file=sys.stderr)
-        return 130
-    return 0
 
-
-if __name__ == "__main__":
+if __name__ == "__main__":   # the bundle commands live with the record tools (dlgn_lib.bundle)
+    from dlgn_lib.bundle import main
     sys.exit(main())

@@ -16,13 +16,12 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import locations
-from .plots import MODEL_NAMES
+from . import locations, models
 
 STATS = ("mean", "std", "n")
 #: Shortcuts for ``row_key`` / ``col_key``.
 KEYS: dict[str, Callable] = {
-    "model": lambda run: MODEL_NAMES.get(run.config.model.kind, run.config.model.kind),
+    "model": lambda run: models.display_name(run.config.model.kind),
     "kind": lambda run: run.config.model.kind,
     "data": lambda run: run.config.data.name,
     "seed": lambda run: run.config.seed,

@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import math
 import operator
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
@@ -266,34 +267,33 @@ def difference(trained, init):
 SMOKE_MARK = "SMOKE TEST"
 
 
-def recorded_full(notebook: str | None, claim: str) -> str:
-    """The ``full`` verdict of ``claim`` recorded for ``notebook`` in ``docs/full_results.json``, as
-    "SUPPORTED (4 of 4 checks pass)", or "not recorded"; a record from before the notebook's current
-    rule says so ("… under rule v2; no full run under rule v3 yet")."""
-    if notebook is None:
-        return "not recorded"
-    from dlgn_lib import report
-    try:
-        entry = json.loads(report.FULL_RECORD.read_text())["notebooks"].get(notebook)
-    except (OSError, ValueError):
-        return "not recorded"
-    for v in report._verdicts_from_record(entry) if entry else []:
-        if v.claim == claim:
-            counts = f"{v.n_pass} of {v.n_checks} checks pass"
-            rule, now = report.recorded_rule(entry.get("rule"), notebook), report.current_rule(notebook)
-            # rules v3 counts all three outcomes, also for checks without an interval (08's row counts)
-            if any(c.low is not None for c in v.checks) or (rule or 0) >= 3:
-                outcomes = [c.outcome for c in v.checks]
-                counts += f", {outcomes.count(FAIL)} fail, {outcomes.count(INCONCLUSIVE)} inconclusive"
-            stale = "" if rule == now else (f" under rule v{rule}" if rule is not None else " under an earlier rule")
-            return f"{v.word} ({counts}){stale}" + (f"; no full run under rule v{now} yet" if stale else "")
-    return "not recorded"
+@dataclass(frozen=True)
+class Recorded:
+    """What the record says about one notebook, handed to the verdict code from above: the record
+    tools build it (``dlgn_lib.report.recorded_for``) and ``dl.setup`` installs it for the notebook
+    it sets up (``use_record``). The verdict code reads no record itself.
+
+    ``full``: claim → its recorded ``full`` result, as "SUPPORTED (4 of 4 checks pass)";
+    ``outcomes``: check name → its outcome under each recorded code path (the spread record)."""
+    full: Mapping[str, str] = field(default_factory=dict)
+    outcomes: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
-def smoke_line(claim: str, why: str, notebook: str | None) -> str:
-    """``SMOKE TEST C5 [quick] (quick cannot decide C5: why; the full result is …)``."""
+NOT_RECORDED = "not recorded"
+_RECORDED = Recorded()
+
+
+def use_record(recorded: Recorded | None) -> None:
+    """Install what the record says about the notebook now running (``None``: nothing)."""
+    global _RECORDED
+    _RECORDED = recorded if recorded is not None else Recorded()
+
+
+def smoke_line(claim: str, why: str, full: str) -> str:
+    """``SMOKE TEST C5 [quick] (quick cannot decide C5: why; the full result is …)``; ``full`` is the
+    recorded full result (``Recorded.full``), or "not recorded"."""
     return (f"{SMOKE_MARK} {claim} [quick] (quick cannot decide {claim}: {why}; the full result in "
-            f"docs/full_results.json is {recorded_full(notebook, claim)})")
+            f"docs/full_results.json is {full})")
 
 
 def evaluate(claim: str, checks, profile: str) -> Verdict:
@@ -304,7 +304,7 @@ def evaluate(claim: str, checks, profile: str) -> Verdict:
     return Verdict(claim, profile, checks)
 
 
-def verdict(claim: str, checks, profile: str, smoke: str | None = None) -> None:
+def verdict(claim: str, checks, profile: str, smoke: str | None = None, recorded: Recorded | None = None) -> None:
     """Print a claim's checks and its verdict line (see ``evaluate``); returns nothing, so the
     notebook shows the printed lines only.
 
@@ -314,19 +314,19 @@ def verdict(claim: str, checks, profile: str, smoke: str | None = None) -> None:
 
     Under ``quick``, a check whose pass/fail changed across CPU code paths in ``docs/spread.json``
     (reconstruction §7) is named below the verdict line as a fragile result.
+
+    ``recorded``: what the record says about this notebook (``Recorded``); by default the one
+    ``dl.setup`` installed (``use_record``).
     """
     result = evaluate(claim, checks, profile)
+    recorded = _RECORDED if recorded is None else recorded
     if smoke is not None and profile == "quick":
-        from dlgn_lib import config
-        made_by = config.made_by()
         print("\n".join(c.line() for c in result.checks))
-        print(smoke_line(claim, smoke, made_by["notebook"] if made_by else None))
+        print(smoke_line(claim, smoke, recorded.full.get(claim, NOT_RECORDED)))
         return
     print(result.text())
     if profile == "quick":
-        from dlgn_lib import config
-        made_by = config.made_by()
-        for line in fragile_lines(made_by["notebook"] if made_by else None, [c.name for c in result.checks]):
+        for line in fragile_lines(recorded.outcomes, [c.name for c in result.checks]):
             print(line)
 
 
@@ -335,13 +335,10 @@ def verdict(claim: str, checks, profile: str, smoke: str | None = None) -> None:
 FRAGILE_MARK = "  fragile across CPU code paths:"
 
 
-def fragile_lines(notebook: str | None, names) -> list[str]:
+def fragile_lines(outcomes: Mapping[str, Sequence[str]], names) -> list[str]:
     """Lines naming the checks of ``names`` whose pass/fail changed across the code paths of the
-    spread record, with how many code paths passed them."""
-    if notebook is None:
-        return []
-    from dlgn_lib import reproduce
-    outcomes = reproduce.check_outcomes(notebook)
+    spread record (``outcomes``: check name → its outcome under each code path, ``Recorded``),
+    with how many code paths passed them."""
     lines = []
     for name in names:
         named = outcomes.get(name, [])

@@ -265,8 +265,8 @@ def test_ctrl_c_during_runs_export_or_import_says_what_is_left_and_exits_130(tmp
              "def verify(folder, key=None):\n    print('writing', flush=True); time.sleep(60)\n"
              "runs.verify_entry = verify\n")
     args = [str(file)] if command == "export" else [str(file), "--into", str(into)]
-    code = (f"import sys, time\nfrom dlgn_lib import runs\n{stall}"
-            f"sys.exit(runs.main({[command, *args]!r}))\n")
+    code = (f"import sys, time\nfrom dlgn_lib import bundle, runs\n{stall}"
+            f"sys.exit(bundle.main({[command, *args]!r}))\n")
     child = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
     assert child.stdout.readline().strip() == "writing"

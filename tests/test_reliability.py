@@ -204,7 +204,7 @@ def trained(cache_dir, monkeypatch):
 
 def test_bundle_round_trip_verifies_and_never_replaces_a_valid_entry(trained, tmp_path, capsys):
     file = tmp_path / "course.tar.gz"
-    assert len(runs.main(["export", str(file)]) == 0 and bundle.export(file)) == 3
+    assert len(bundle.main(["export", str(file)]) == 0 and bundle.export(file)) == 3
     into = tmp_path / "class-cache"
     report = bundle.import_bundle(file, into)
     assert (len(report.imported), report.present, report.replaced) == (3, [], [])
@@ -220,7 +220,7 @@ def test_bundle_round_trip_verifies_and_never_replaces_a_valid_entry(trained, tm
     assert (again.imported, sorted(again.present), again.replaced) == (
         [], sorted(runs.entry_dir(r.config).name for r in trained[1:]), [victim.name])
     runs.load(trained[0].config, into)
-    assert runs.main(["import", str(file), "--into", str(into)]) == 0
+    assert bundle.main(["import", str(file), "--into", str(into)]) == 0
     assert "already present" in capsys.readouterr().out
     assert not [p for p in into.iterdir() if p.name.startswith(".tmp")]
     assert file.stat().st_mode & 0o777 == 0o666 & ~locations.UMASK, "a bundle takes the umask's permissions, like entries"

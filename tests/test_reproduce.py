@@ -258,11 +258,11 @@ def test_the_lines_that_follow_from_a_record_are_those_the_record_gives_now():
         nb = nbformat.read(path, as_version=4)
         lines = report._stdout_lines(nb)
         expected_fragile = [line for v in report.verdicts_of(nb) if v.profile == "quick" and v.word != "SMOKE TEST"
-                            for line in verdict.fragile_lines(nb_id, [c.name for c in v.checks])]
+                            for line in verdict.fragile_lines(reproduce.check_outcomes(nb_id), [c.name for c in v.checks])]
         assert [ln for ln in lines if ln.startswith(verdict.FRAGILE_MARK)] == expected_fragile, nb_id
         for line in lines:
             if m := smoke.match(line):
-                assert line == verdict.smoke_line(m[1], m[2], nb_id), f"{nb_id}: run python -m dlgn_lib.series outputs --only {nb_id}"
+                assert line == verdict.smoke_line(m[1], m[2], report.recorded_full(nb_id, m[1])), f"{nb_id}: run python -m dlgn_lib.series outputs --only {nb_id}"
 
 
 def test_a_machine_is_listed_once_with_the_notebooks_it_measured():

@@ -212,8 +212,8 @@ def test_a_smoke_line_names_the_rule_an_older_full_record_ran_under(tmp_path, mo
                            # rules v3 counts all three outcomes, with or without intervals (08's row counts)
                            (3, "(1 of 2 checks pass, 1 fail, 0 inconclusive)")):
         record.write_text(json.dumps({"notebooks": {"05": {**entry, **({} if rule is None else {"rule": rule})}}}))
-        assert V.recorded_full("05", "C5") == "NOT SUPPORTED " + expected
+        assert report.recorded_full("05", "C5") == "NOT SUPPORTED " + expected
     monkeypatch.setattr(report, "current_rule", lambda notebook: 2)   # before rules v3: the rule of its time
     record.write_text(json.dumps({"notebooks": {"05": entry}}))
-    assert V.recorded_full("05", "C5") == "NOT SUPPORTED (1 of 2 checks pass)"
-    assert V.recorded_full("06", "C5") == "not recorded"
+    assert report.recorded_full("05", "C5") == "NOT SUPPORTED (1 of 2 checks pass)"
+    assert report.recorded_full("06", "C5") == "not recorded"

@@ -69,6 +69,51 @@ def heatmap(ax, values, *, vmin: float, vmax: float, cmap: str, square: bool = F
     return mesh
 
 
+#: RMS (0-255 scale) below which two renderings of a figure count as the same picture when no
+#: measured spread says more (reconstruction §7), and the relative size difference within which
+#: two PNGs are compared on their common area.
+FIGURE_FLOOR_RMS = 0.5
+FIGURE_SIZE_SLACK = 0.02
+
+
+def figure_rms(expected, actual) -> float:
+    """RMS pixel difference of two PNGs (paths, bytes or file objects) on the 0-255 scale, as
+    ``matplotlib.testing.compare.calculate_rms`` computes it; sizes within ``FIGURE_SIZE_SLACK``
+    are compared on their common area, others give inf."""
+    import io
+    import math
+
+    from matplotlib.image import imread
+    from matplotlib.testing.compare import calculate_rms
+
+    def pixels(image):
+        array = imread(io.BytesIO(image) if isinstance(image, bytes) else image, format="png")
+        return (array[..., :3] * 255).round().astype("int16")
+
+    a, b = pixels(expected), pixels(actual)
+    if a.shape != b.shape:
+        if any(abs(x - y) > FIGURE_SIZE_SLACK * max(x, y) for x, y in zip(a.shape[:2], b.shape[:2])):
+            return math.inf
+        rows, cols = min(a.shape[0], b.shape[0]), min(a.shape[1], b.shape[1])
+        a, b = a[:rows, :cols], b[:rows, :cols]
+    return float(calculate_rms(a, b))
+
+
+def _floor_tolerance(notebook: str, name: str) -> float:
+    return FIGURE_FLOOR_RMS
+
+
+_FIGURE_TOLERANCE = _floor_tolerance
+
+
+def use_figure_tolerance(tolerance) -> None:
+    """Install how far a re-rendered figure may differ from the saved one and still count as the
+    same picture: ``tolerance(notebook, png_name) -> allowed RMS``, given from above (``dl.setup``
+    passes the spread record's, reconstruction §7); ``None``: ``FIGURE_FLOOR_RMS``."""
+    global _FIGURE_TOLERANCE
+    _FIGURE_TOLERANCE = tolerance or _floor_tolerance
+
+
 class FigureWriteError(OSError):
     """A figure could not be written (full disk, folder not writable); nothing half-written is left."""
 
@@ -78,7 +123,8 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
     no write at all when the saved figure already shows the same thing.
 
     The PNG decides: when the saved PNG has the same pixels, or differs by no more than the RMS
-    the figure showed across CPU code paths (``docs/spread.json``, reconstruction §7), every format
+    the figure showed across CPU code paths (``docs/spread.json``, reconstruction §7; installed by
+    ``dl.setup``, ``use_figure_tolerance``), every format
     is left as it is, so re-running a notebook leaves a checkout clean. ``figure_id`` starts with
     the notebook id, e.g. "05_arcs". Prints ``saved <paths>`` (relative to the repository) once the
     files hold this figure, the same line whether they were written now or already showed it, so
@@ -90,8 +136,6 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
             figure saved before is kept.
     """
     import io
-
-    from .. import reproduce
 
     if not figure_id or "/" in figure_id or figure_id.startswith("."):
         raise ValueError(f"figure_id={figure_id!r}: use a plain name such as '05_arcs'")
@@ -107,10 +151,8 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
         old = paths["png"].read_bytes()
         same = old == rendered["png"]
         if not same:
-            record = reproduce.load_record()
             notebook = figure_id.split("_", 1)[0]
-            same = reproduce.figure_rms(old, rendered["png"]) <= reproduce.figure_tolerance(
-                record, notebook, paths["png"].name)
+            same = figure_rms(old, rendered["png"]) <= _FIGURE_TOLERANCE(notebook, paths["png"].name)
         if same:
             if verbose:
                 _print_saved(paths)
