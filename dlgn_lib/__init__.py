@@ -37,7 +37,7 @@ _use_threads(_os.environ.get("DLGN_NUM_THREADS", "1"))
 
 #: The library's modules, imported on first use (``dl.paths``, ``dl.kernels``, …), so that
 #: ``python -m dlgn_lib.<module>`` runs a module that has not been imported yet.
-MODULES = ("batched", "circle", "cluster", "clusters", "compare", "config", "data", "fidelity", "fused",
+MODULES = ("batched", "circle", "clusters", "compare", "config", "data", "fidelity", "fused",
            "intervals", "kernels", "locations", "losses", "models", "nodes", "numerics", "parts", "paths", "plots",
            "protocol", "runs", "saliency", "sensitivity", "studies", "tables", "train", "verdict", "widgets")
 __all__ = [*MODULES, "save_figure", "setup"]

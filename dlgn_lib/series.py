@@ -7,7 +7,7 @@
 
 Each ``notebooks/NN_*.ipynb`` is executed by papermill with ``PROFILE`` injected into its
 ``parameters`` cell, in the notebooks folder, into ``build/notebooks/``. The executions are tasks
-of a Dask cluster (:mod:`dlgn_lib.cluster`), so notebooks run side by side: by default a local
+of a Dask cluster (:mod:`dlgn_lib.dask_cluster`), so notebooks run side by side: by default a local
 cluster on 127.0.0.1 with one single-threaded worker process per core (no more than there are
 notebooks to run); ``--workers N`` sets the count, ``--scheduler tcp://HOST:8786`` uses an
 existing cluster instead, whose workers must see the repository at the same path and share the
@@ -48,7 +48,7 @@ from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
-from dlgn_lib import cluster
+from dlgn_lib import dask_cluster as cluster
 from dlgn_lib.config import PROFILES
 from dlgn_lib.verdict import EARLIER_MARK
 from dlgn_lib.locations import REPO_ROOT, build_dir, display_path, find_notebooks, notebook_id  # noqa: F401 (find_notebooks: part of the runner's API)

@@ -354,7 +354,7 @@ def test_a_refused_pickle_says_the_entry_is_retrained_and_gives_no_unsafe_advice
 
 
 def test_dask_scratch_space_is_under_the_build_folder(tmp_path):
-    from dlgn_lib import cluster
+    from dlgn_lib import dask_cluster as cluster
     assert cluster.local_cluster_options(1)["local_directory"] == str(tmp_path / "build" / "dask-scratch")
 
 
