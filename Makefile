@@ -46,7 +46,7 @@ BUILD_DIR := $(abspath $(or $(DLGN_BUILD_DIR),build))
 RUNS_DIR := $(abspath $(or $(DLGN_RUNS_DIR),$(or $(DLGN_DATA_DIR),data)/runs))
 $(foreach v,DLGN_DATA_DIR DLGN_RUNS_DIR DLGN_FIGURES_DIR DLGN_BUILD_DIR,$(if $($(v)),$(eval export $(v) := $(abspath $($(v))))))
 
-.PHONY: venv data figures test test-library test-notebooks verify spread lab bench report student solutions book slides lock clean check-profile
+.PHONY: venv data figures test test-fast test-library test-notebooks verify spread lab bench report student solutions book slides lock clean check-profile
 
 venv: $(STAMP)
 
@@ -82,6 +82,10 @@ test: test-library test-notebooks
 
 test-library: venv data
 	$(PY) -m pytest tests
+
+# The science and presentation tests only (tests/conftest.py marks each file by its imports).
+test-fast: venv data
+	$(PY) -m pytest tests -m "science or presentation"
 
 test-notebooks: venv data
 	rm -rf $(BUILD_DIR)/test-figures
