@@ -597,15 +597,15 @@ def record_rows(rows: list[Row], reference: list[str], head: list[str], path: Pa
     not have at all is dropped (renamed or removed). Returns the record written."""
     from datetime import datetime, timezone
 
-    from . import verify
+    from . import provenance
     old = json.loads(path.read_text()) if path.exists() else {"runs": [], "rows": []}
     old_rows = {entry["name"]: entry for entry in old.get("rows", [])}
-    version = verify.code_version()
+    version = provenance.code_version()
     dirty = subprocess.run(["git", "-C", str(locations.REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.strip()
     run = {"date": date or datetime.now(timezone.utc).strftime("%Y-%m-%d"),
            "command": head[0].split(": ", 1)[-1], "machine": head[1:],
-           "cpu": verify.machine_label(), "code_version": version + (" (uncommitted changes)" if dirty else ""),
+           "cpu": provenance.machine_label(), "code_version": version + (" (uncommitted changes)" if dirty else ""),
            "reference": reference}
     entries, runs = [], []
     for row in rows:

@@ -103,7 +103,7 @@ def _run(name: str, args: list[str], env: dict[str, str], say) -> tuple[float, s
 
 def walk(only=None, workdir: Path | None = None, workers: int | None = None, say=print) -> dict:
     """Walk the class path (see the module docstring); returns the record (not written)."""
-    from . import bench, numerics, slides, verify
+    from . import bench, numerics, provenance, slides
     from .series import select_notebooks
     notebooks = [locations.notebook_id(p) for p in select_notebooks(locations.find_notebooks(), only or slides.CLASS_PATH)]
     workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="class-walk-", dir=locations.build_dir()))
@@ -154,12 +154,12 @@ def walk(only=None, workdir: Path | None = None, workers: int | None = None, say
                       f"{sum(c['loaded'] for c in counts.values())} runs loaded, 0 trained; the cache's "
                       f"{len(after)} files unchanged"))
     per_notebook = {nb: round(_seconds(workdir / "class-notebooks", nb), 1) for nb in notebooks}
-    info = verify.machine()
+    info = provenance.machine()
     return {
         "date": datetime.date.today().isoformat(),
-        "code_version": verify.code_version(),
+        "code_version": provenance.code_version(),
         "checkout": checkout,
-        "machine": verify.machine_label(info),
+        "machine": provenance.machine_label(info),
         "cores": info["cores"],
         "numerics": numerics.status()["numerics"],
         "load_average": {"start": load_start, "end": bench.load_average()},
@@ -197,7 +197,7 @@ def _counts(folder: Path, notebooks) -> dict[str, dict[str, int]]:
 
 
 def _seconds(folder: Path, nb_id: str) -> float:
-    from .report import seconds_of
+    from .executed import seconds_of
     return seconds_of(_executed(folder, nb_id))
 
 

@@ -31,18 +31,17 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 import nbformat
 
 from . import locations
-from .verdict import EARLIER_MARK, earlier_verdicts
+from .executed import (  # noqa: F401 (read here and by the report's callers)
+    FULL_RECORD, SERIES_NOTE, Check, Verdict, _CHECK, _OUTCOME_OF_MARK, _PART, _SMOKE, _VERDICT, _check_record, _notebooks, _record_of, _stdout_lines, _verdicts_from_record, code_path_of, parts_of, seconds_of, verdicts_of)
 
 NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
 README = locations.REPO_ROOT / "README.md"
 COURSE_GUIDE = locations.REPO_ROOT / "teaching" / "course_guide.md"
-FULL_RECORD = locations.REPO_ROOT / "docs" / "full_results.json"
 
 #: The claims of the paper's abstract (paraphrased) and the notebooks that test each.
 CLAIMS = (
@@ -87,147 +86,6 @@ LIVE = {
 #: How the recorded ``full`` run was made (the record's ``note`` adds what was cached).
 FULL_SETTING = "a 2-core CPU, one torch thread per process"
 
-_CHECK = re.compile(r"^\s*\[(pass|FAIL|inconclusive)\] (.*) = (\S+)(?:, 90% \[(\S+), (\S+)\])?"
-                    r"  \(threshold: (\S+) (\S+)(?:; (.*))?\)$")
-_VERDICT = re.compile(r"^VERDICT (\S+) \[(\w+)\]: (SUPPORTED|NOT SUPPORTED|INCONCLUSIVE) \((\d+) of (\d+) checks pass"
-                      r"(?:, (\d+) fail, (\d+) inconclusive)?\)$")
-_SMOKE = re.compile(r"^SMOKE TEST (\S+) \[(\w+)\] \(quick cannot decide ")
-_OUTCOME_OF_MARK = {"pass": "pass", "FAIL": "fail", "inconclusive": "inconclusive"}
-
-
-@dataclass(frozen=True)
-class Check:
-    """A printed check: its value as printed, and for a check over seeds (rules v3) its interval
-    and how it was computed ("mean over 10 seeds, exact bootstrap")."""
-    name: str
-    value: str
-    op: str
-    threshold: str
-    outcome: str
-    low: str | None = None
-    high: str | None = None
-    over: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome == "pass"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    claim: str
-    profile: str
-    word: str
-    n_pass: int
-    n_checks: int
-    checks: tuple[Check, ...]
-
-    @property
-    def supported(self) -> bool:
-        return self.word == "SUPPORTED"
-
-    def short(self) -> str:
-        if self.word == "SMOKE TEST":
-            return f"*SMOKE TEST* (no verdict; {self.n_pass} of {self.n_checks} checks pass)"
-        word = {"SUPPORTED": "SUPPORTED", "NOT SUPPORTED": "**NOT SUPPORTED**"}.get(self.word, f"*{self.word}*")
-        return f"{word}, {self.n_pass} of {self.n_checks}"
-
-
-def _stdout_lines(nb) -> list[str]:
-    lines = []
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                lines += output["text"].splitlines()
-    return lines
-
-
-def verdicts_of(nb) -> list[Verdict]:
-    """The verdicts a notebook printed (``dl.verdict.verdict``), each with its checks, in order."""
-    found, pending = [], []
-    for line in _stdout_lines(nb):
-        if line.strip().startswith(EARLIER_MARK):
-            continue
-        if m := _CHECK.match(line):
-            pending.append(Check(m[2], m[3], m[6], m[7], _OUTCOME_OF_MARK[m[1]], m[4], m[5], m[8]))
-        elif m := _VERDICT.match(line.strip()):
-            if len(pending) != int(m[5]):
-                raise ValueError(f"verdict {m[1]}: {int(m[5])} checks announced, {len(pending)} printed above it")
-            found.append(Verdict(m[1], m[2], m[3], int(m[4]), int(m[5]), tuple(pending)))
-            pending = []
-        elif m := _SMOKE.match(line.strip()):   # quick cannot decide the claim: its checks, no verdict
-            found.append(Verdict(m[1], m[2], "SMOKE TEST", sum(c.passed for c in pending), len(pending),
-                                 tuple(pending)))
-            pending = []
-    return found
-
-
-_PART = re.compile(r"^PART (\S+) \((\w+)\) (HOLDS|DOES NOT HOLD|INCONCLUSIVE|not shown by the DLGN): ")
-
-
-def parts_of(nb) -> list[dict]:
-    """The parts a notebook decided (``dl.parts.show`` under full: ``PART C5 (b) HOLDS: …``), each
-    ``{"claim", "label", "word", "dlgn_undecided"}``; a smoke test's lines decide nothing and are
-    not read."""
-    from dlgn_lib.parts import DLGN_UNDECIDED
-    return [{"claim": m[1], "label": m[2], "word": m[3], "dlgn_undecided": DLGN_UNDECIDED in line}
-            for line in _stdout_lines(nb) if (m := _PART.match(line))]
-
-
-def seconds_of(nb) -> float:
-    """Execution time: papermill's duration, else the sum of the cells' recorded timings."""
-    duration = nb.metadata.get("papermill", {}).get("duration")
-    if duration is not None:
-        return float(duration)
-    total = 0.0
-    for cell in nb.cells:
-        timing = cell.get("metadata", {}).get("execution", {})
-        if "iopub.execute_input" in timing and "shell.execute_reply" in timing:
-            start, end = (datetime.fromisoformat(timing[k].replace("Z", "+00:00"))
-                          for k in ("iopub.execute_input", "shell.execute_reply"))
-            total += (end - start).total_seconds()
-    return total
-
-
-def _notebooks(folder: Path) -> dict[str, Path]:
-    return {locations.notebook_id(p): p for p in locations.find_notebooks(folder)}
-
-
-def _record_of(path: Path) -> dict:
-    nb = nbformat.read(path, as_version=4)
-    return {"notebook": path.name, "seconds": round(seconds_of(nb)),
-            "verdicts": [{"claim": v.claim, "profile": v.profile, "word": v.word, "n_pass": v.n_pass,
-                          "n_checks": v.n_checks, "checks": [_check_record(c) for c in v.checks]}
-                         for v in verdicts_of(nb)], **({"parts": parts} if (parts := parts_of(nb)) else {})}
-
-
-def _check_record(check: Check) -> dict:
-    """A check for the record; the interval fields only where the check has them (rules v3)."""
-    return {k: v for k, v in check.__dict__.items() if v is not None}
-
-
-def _verdicts_from_record(entry: dict) -> list[Verdict]:
-    """Verdicts of a record entry; entries recorded before rules v3 say ``supported`` and ``passed``."""
-    def check(c: dict) -> Check:
-        c = dict(c)
-        if "passed" in c:
-            c["outcome"] = "pass" if c.pop("passed") else "fail"
-        return Check(**c)
-
-    def word(v: dict) -> str:
-        return v["word"] if "word" in v else ("SUPPORTED" if v["supported"] else "NOT SUPPORTED")
-
-    return [Verdict(v["claim"], v["profile"], word(v), v["n_pass"], v["n_checks"],
-                    tuple(check(c) for c in v["checks"])) for v in entry["verdicts"]]
-
-
-def code_path_of(path: Path) -> str:
-    """The numeric code path an executed notebook's kernel ran (the ``numerics: ...`` line its versions
-    cell prints, ``dlgn_lib.numerics.describe``), or "not printed"."""
-    return next((line for line in _stdout_lines(nbformat.read(path, as_version=4)) if line.startswith("numerics: ")),
-                "not printed")
-
-
 def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool = False) -> dict:
     """Write the ``full`` record from notebooks executed with ``PROFILE=full`` in ``folder``.
 
@@ -245,11 +103,11 @@ def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool 
     found = _notebooks(folder)
     if not found:
         raise FileNotFoundError(f"{folder}: no executed notebooks (NN_*.ipynb) to record")
-    from dlgn_lib import verify
+    from dlgn_lib import provenance
     # the code path is the kernel's, printed in the notebook (code_path_of), not this process's
-    machine = {k: v for k, v in verify.machine().items() if k not in ("numerics", "aten_cpu_capability", "mkl_cbwr",
+    machine = {k: v for k, v in provenance.machine().items() if k not in ("numerics", "aten_cpu_capability", "mkl_cbwr",
                                                                       "numpy_disabled_features", "onednn_max_cpu_isa")}
-    version = verify.code_version()
+    version = provenance.code_version()
     entries = {}
     for nb_id, path in found.items():
         params = nbformat.read(path, as_version=4).metadata.get("papermill", {}).get("parameters", {})
@@ -280,7 +138,6 @@ def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool 
     if another_machine:
         record.write_text(json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
         return old
-    from dlgn_lib.series import SERIES_NOTE   # series imports this module: import it here
     series_note = Path(folder) / SERIES_NOTE
     if series_note.exists():
         run = json.loads(series_note.read_text())
@@ -387,7 +244,7 @@ def recorded_full(notebook: str | None, claim: str, record: Path | None = None) 
     return NOT_RECORDED
 
 
-def recorded_for(notebook: str, spread: dict | None = None) -> "Recorded":
+def recorded_for(notebook: str, spread: dict | None = None):
     """What the record says about ``notebook``, for its verdict lines (``verdict.Recorded``): the
     recorded ``full`` result of each claim, and each check's outcome under the code paths of the
     spread record (``reproduce.check_outcomes``; ``spread``: that record, read when not given)."""

@@ -273,10 +273,10 @@ def expected_seconds(notebooks: Sequence[Path], profile: str) -> dict[str, float
     ``docs/full_results.json`` (full: an entry's ``cold_seconds`` where it has one, the time with
     its runs trained from an empty cache, which a notebook recorded from runs trained beforehand
     states beside its ``seconds``); notebooks without one are left out."""
-    from dlgn_lib import report
+    from dlgn_lib import executed
     out = {}
     if profile == "full":
-        record = report.FULL_RECORD
+        record = executed.FULL_RECORD
         entries = json.loads(record.read_text())["notebooks"] if record.exists() else {}
         for nb in notebooks:
             if notebook_id(nb) in entries:
@@ -286,7 +286,7 @@ def expected_seconds(notebooks: Sequence[Path], profile: str) -> dict[str, float
     for nb in notebooks:
         committed = REPO_ROOT / "notebooks" / nb.name
         if committed.exists():
-            seconds = report.seconds_of(nbformat.read(committed, as_version=4))
+            seconds = executed.seconds_of(nbformat.read(committed, as_version=4))
             if seconds:
                 out[nb.name] = seconds
     return out
@@ -459,7 +459,7 @@ def run_series(
 
 
 #: What ``series run`` writes beside the executed copies: how the whole run went.
-SERIES_NOTE = "series.json"
+from dlgn_lib.executed import SERIES_NOTE  # noqa: E402 (the note this runner writes)
 
 
 def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: str, kernel_name: str,

@@ -208,9 +208,9 @@ def printed_text(cell) -> str:
 
 def about_line(nb_id: str) -> str:
     """The about block's line of one notebook: code version, date, machine and code path of its outputs."""
-    from . import numerics, verify
-    return (f"- {nb_id}: made at code {verify.code_version()} on {time.strftime('%Y-%m-%d')}, "
-            f"{verify.machine_label()}, {numerics.mode()} code path")
+    from . import numerics, provenance
+    return (f"- {nb_id}: made at code {provenance.code_version()} on {time.strftime('%Y-%m-%d')}, "
+            f"{provenance.machine_label()}, {numerics.mode()} code path")
 
 
 def with_about(text: str, nb_id: str) -> str:

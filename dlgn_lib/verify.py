@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -31,7 +30,8 @@ from pathlib import Path
 
 import nbformat
 
-from dlgn_lib import locations, reproduce, verdict
+from dlgn_lib import executed, locations, reproduce, verdict
+from dlgn_lib.provenance import code_version, machine, machine_label  # noqa: F401 (the record tools' names)
 
 #: The code paths ``spread`` runs: name -> environment. "pinned" is the default of every run
 #: (:mod:`dlgn_lib.numerics`) and so the one that made the committed outputs; the others are
@@ -51,48 +51,6 @@ CI_VARIANT = "native"
 
 def slug(variant: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in variant.lower()).strip("-").replace("--", "-")
-
-
-def machine() -> dict:
-    """What made a record: CPU model and features, the code path, library versions."""
-    model = "unknown"
-    flags = set()
-    ids = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and model == "unknown":
-                model = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-            name = line.split(":", 1)[0].strip()
-            if name in ("cpu family", "model", "stepping") and name not in ids:
-                ids[name] = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    from dlgn_lib import numerics
-    return {"cpu": model, "cpu_family_model_stepping": "/".join(ids.get(k, "?") for k in ("cpu family", "model", "stepping")),
-            "cpu_features": sorted(flags & {"avx2", "fma", "avx512f", "avx512_bf16", "amx_tile"}),
-            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "(auto)"),
-            "cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            **numerics.status()}
-
-
-def machine_label(info: Mapping | None = None) -> str:
-    """A short name of a machine for the record's variant names: CPU model, family/model/stepping."""
-    info = info or machine()
-    fms = info.get("cpu_family_model_stepping")
-    if not fms:
-        return f"{info['cpu']} (family/model not recorded)"
-    family, model, stepping = fms.split("/")
-    return f"{info['cpu']} family {family} model {model} stepping {stepping}"
-
-
-def code_version() -> str:
-    try:
-        return subprocess.run(["git", "-C", str(locations.REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 # --- running the series under a code path ------------------------------------------------------
@@ -398,12 +356,11 @@ def check_outcomes(copies: Mapping[str, Path]) -> dict[str, dict[str, bool | str
     """Each printed check's outcome under each code path (check name -> variant -> outcome): True or
     False for a check with one number, "pass", "fail" or "inconclusive" for a check over seeds and
     for any check printed inconclusive (a count of rows with undecided ones, rules v3)."""
-    from dlgn_lib import report
     outcomes: dict[str, dict[str, bool]] = {}
     for name, path in copies.items():
         if not path.exists():
             continue
-        for v in report.verdicts_of(nbformat.read(path, as_version=4)):
+        for v in executed.verdicts_of(nbformat.read(path, as_version=4)):
             for check in v.checks:
                 three_valued = check.low is not None or check.outcome == "inconclusive"
                 outcomes.setdefault(check.name, {})[name] = check.outcome if three_valued else check.passed
@@ -512,7 +469,6 @@ class NotebookCheck:
 
 def compare_quick(nb_id: str, committed: Path, executed: Path, figures: Path, record: Mapping) -> NotebookCheck:
     """One notebook's executed copy against the committed one: outputs, verdict lines, figures."""
-    from dlgn_lib import report
     result = NotebookCheck(committed.name)
     if not executed.exists():
         result.ran = False
@@ -533,10 +489,10 @@ def compare_quick(nb_id: str, committed: Path, executed: Path, figures: Path, re
             if comparison.worst > result.worst_excess and math.isfinite(comparison.worst):
                 result.worst_excess = comparison.worst
     result.verdicts_equal, result.fragile_flips = _verdicts_agree(
-        report.verdicts_of(ref_nb), report.verdicts_of(new_nb),
+        executed.verdicts_of(ref_nb), executed.verdicts_of(new_nb),
         set(record.get("notebooks", {}).get(nb_id, {}).get("summary", {}).get("fragile_checks", ())), details)
     _compare_figures(result, nb_id, figures, record, details)
-    result.seconds = report.seconds_of(new_nb)
+    result.seconds = executed.seconds_of(new_nb)
     result.details = tuple(details)
     return result
 
@@ -582,14 +538,13 @@ def _compare_figures(result: NotebookCheck, nb_id: str, figures: Path, record: M
 
 def compare_full(nb_id: str, executed: Path, full_record: Mapping, record: Mapping) -> NotebookCheck:
     """One notebook executed under ``full`` against ``docs/full_results.json``: verdicts and check values."""
-    from dlgn_lib import report
     result = NotebookCheck(executed.name)
     if not executed.exists():
         result.ran = False
         return result
     nb = nbformat.read(executed, as_version=4)
-    new = report.verdicts_of(nb)
-    old = report._verdicts_from_record(full_record["notebooks"].get(nb_id, {"verdicts": []}))
+    new = executed.verdicts_of(nb)
+    old = executed._verdicts_from_record(full_record["notebooks"].get(nb_id, {"verdicts": []}))
     result.verdicts_equal = [_verdict_key(v) for v in old] == [_verdict_key(v) for v in new]
     details = []
     for a, b in zip(old, new):
@@ -599,7 +554,7 @@ def compare_full(nb_id: str, executed: Path, full_record: Mapping, record: Mappi
             if comparison.differences and not _within_relative(ca.value, cb.value, record, nb_id):
                 result.outside += 1
                 details.append(f"{nb_id} {a.claim} {ca.name}: {ca.value} -> {cb.value}")
-    result.seconds = report.seconds_of(nb)
+    result.seconds = executed.seconds_of(nb)
     result.details = tuple(details)
     return result
 
@@ -628,7 +583,6 @@ def verify(profile: str = "quick", only: Sequence[str] | None = None, out: Path 
     record = reproduce.load_record()
     full_path = locations.REPO_ROOT / "docs" / "full_results.json"
     full_record = json.loads(full_path.read_text()) if full_path.exists() else {}
-    from dlgn_lib import report
     results = []
     for nb_id, path in committed.items():
         if only and nb_id not in only:
@@ -637,12 +591,12 @@ def verify(profile: str = "quick", only: Sequence[str] | None = None, out: Path 
         if profile == "quick":
             result = compare_quick(nb_id, path, executed, out / "figures", record)
             if result.ran:   # this run's quick intervals against the recorded full ones
-                _add_overlaps(result, nb_id, report.verdicts_of(nbformat.read(executed, as_version=4)), full_record)
+                _add_overlaps(result, nb_id, executed.verdicts_of(nbformat.read(executed, as_version=4)), full_record)
         else:
             result = compare_full(nb_id, executed, full_record, record)
             if result.ran:   # the committed quick intervals against this run's full ones
-                _add_overlaps(result, nb_id, report.verdicts_of(nbformat.read(path, as_version=4)),
-                              {"notebooks": {nb_id: report._record_of(executed)}})
+                _add_overlaps(result, nb_id, executed.verdicts_of(nbformat.read(path, as_version=4)),
+                              {"notebooks": {nb_id: executed._record_of(executed)}})
         results.append(result)
     return results
 
@@ -668,11 +622,10 @@ def interval_overlaps(quick_verdicts, full_verdicts) -> tuple[int, int, list[str
 
 
 def _add_overlaps(result: NotebookCheck, nb_id: str, quick_verdicts, full_record: Mapping) -> None:
-    from dlgn_lib import report
     entry = full_record.get("notebooks", {}).get(nb_id)
     if not entry:
         return
-    overlapping, compared, apart = interval_overlaps(quick_verdicts, report._verdicts_from_record(entry))
+    overlapping, compared, apart = interval_overlaps(quick_verdicts, executed._verdicts_from_record(entry))
     result.intervals, result.intervals_overlap = compared, overlapping
     result.details = (*result.details, *(f"{nb_id} intervals apart: {line}" for line in apart))
 

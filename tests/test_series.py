@@ -279,11 +279,11 @@ def test_full_expected_times_take_an_entrys_cold_time_where_it_has_one(tmp_path,
     # A notebook recorded from runs trained beforehand ran in seconds; its `cold_seconds` (runs
     # trained from an empty cache) is what a cold series waits for, so it must decide the order.
     import json
-    from dlgn_lib import report
+    from dlgn_lib import executed
     record = tmp_path / "full_results.json"
     record.write_text(json.dumps({"notebooks": {
         "01": {"seconds": 100}, "02": {"seconds": 9, "cold_seconds": 5000}, "03": {"seconds": 50}}}))
-    monkeypatch.setattr(report, "FULL_RECORD", record)
+    monkeypatch.setattr(executed, "FULL_RECORD", record)
     notebooks = [tmp_path / f"{n}_x.ipynb" for n in ("01", "02", "03", "04")]
     expected = series.expected_seconds(notebooks, "full")
     assert expected == {"01_x.ipynb": 100.0, "02_x.ipynb": 5000.0, "03_x.ipynb": 50.0}
