@@ -410,8 +410,8 @@ def test_a_part_read_differently_by_the_full_records_of_two_cpus_is_machine_sens
 
 def test_another_machines_full_run_is_kept_beside_the_record_and_must_be_of_the_same_rule(tmp_path, monkeypatch):
     import nbformat
-    from dlgn_lib import report, verify
-    monkeypatch.setattr(verify, "code_version", lambda: "abc1234")
+    from dlgn_lib import provenance, report
+    monkeypatch.setattr(provenance, "code_version", lambda: "abc1234")
     folder = tmp_path / "run"
     folder.mkdir()
     nb = nbformat.v4.new_notebook()
