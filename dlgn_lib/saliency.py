@@ -26,7 +26,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from . import memo, paths
+from . import paths, runs as runs_module
 from .models import GatedNet
 
 DEFAULT_CHUNK = 128  # inputs per pass: holds (chunk, m, d) gradients of one layer at a time
@@ -140,14 +140,14 @@ def cosine_table(model: GatedNet, x: torch.Tensor, /, chunk_size: int = DEFAULT_
 def cosine_tables(runs, keys, x: torch.Tensor, epoch: int | None = None, chunk_size: int = DEFAULT_CHUNK) -> pd.DataFrame:
     """``cosine_table`` of the model at ``epoch`` (None: the last snapshot) of each ``runs[seed, kind]``
     for the ``(seed, kind)`` pairs of ``keys``, in that order, in float64, with columns ``model``
-    (the kind) and ``seed``; one frame (kept in the analysis cache, ``dlgn_lib.memo``)."""
+    (the kind) and ``seed``; one frame (kept in the analysis cache, ``dlgn_lib.runs.cached_table``)."""
     keys = [tuple(k) for k in keys]
 
     def compute():
         return pd.concat([cosine_table(runs[seed, kind].model_at(epoch).double(), x, chunk_size=chunk_size,
                                        model=kind, seed=seed) for seed, kind in keys], ignore_index=True)
-    params = {"keys": [list(k) for k in keys], "x": memo.tensor_hash(x), "epoch": epoch, "chunk_size": chunk_size}
-    return memo.frame("saliency.cosine_tables", params, [runs[k] for k in keys], compute)
+    params = {"keys": [list(k) for k in keys], "x": runs_module.tensor_hash(x), "epoch": epoch, "chunk_size": chunk_size}
+    return runs_module.cached_table("saliency.cosine_tables", params, [runs[k] for k in keys], compute)
 
 
 def layer_summary(rows: pd.DataFrame) -> dict:

@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import circle, config, data, fidelity, memo, runs as runs_module, widgets
+from .. import circle, config, data, fidelity, runs as runs_module, widgets
 from ..plots import MODEL_NAMES
 from ..plots import circle as circle_plots
 
@@ -165,7 +165,7 @@ def snapshot_tables(runs: Mapping[tuple, object], measure, columns: Sequence[str
     function or a callable ``measure(key)`` → function when given as a dict-like ``{key: fn}``;
     ``epochs(run)`` picks the snapshots (default: all).
 
-    Kept in the analysis cache (:mod:`dlgn_lib.memo`) when every measure is a library function (or
+    Kept in the analysis cache (:func:`dlgn_lib.runs.cached_table`) when every measure is a library function (or
     a ``functools.partial`` of one); a lambda or a notebook's own function is measured every time.
     """
     measures = {key: measure[key] if isinstance(measure, Mapping) else measure for key in runs}
@@ -176,12 +176,12 @@ def snapshot_tables(runs: Mapping[tuple, object], measure, columns: Sequence[str
                   for key, run in runs.items()]
         return pd.concat(frames, ignore_index=True)
 
-    names = [memo.function_name(measures[key]) for key in runs]
+    names = [runs_module.function_name(measures[key]) for key in runs]
     if None in names:
         return compute()
     params = {"keys": [list(key) for key in runs], "columns": list(columns), "measures": names,
               "epochs": [picked[key] for key in runs]}
-    return memo.frame("studies.circle.snapshot_tables", params, runs.values(), compute)
+    return runs_module.cached_table("studies.circle.snapshot_tables", params, runs.values(), compute)
 
 
 def ends_of(run) -> list[int]:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import config, memo, paths
+from .. import config, paths, runs as runs_module
 
 # --------------------------------------------------------------------------- 00: soft and hard gates
 
@@ -294,10 +294,10 @@ def region_checks(run, x_uniform: torch.Tensor, x_data: torch.Tensor, box) -> di
 
 
 def region_check_table(runs: Sequence, x_uniform: torch.Tensor, x_data: torch.Tensor, box) -> pd.DataFrame:
-    """``region_checks`` of every run, one row each (kept in the analysis cache, ``dlgn_lib.memo``)."""
+    """``region_checks`` of every run, one row each (kept in the analysis cache, ``dlgn_lib.runs.cached_table``)."""
     runs = list(runs)
-    params = {"x_uniform": memo.tensor_hash(x_uniform), "x_data": memo.tensor_hash(x_data), "box": [float(b) for b in box]}
-    return memo.frame("studies.planes.region_check_table", params, runs,
+    params = {"x_uniform": runs_module.tensor_hash(x_uniform), "x_data": runs_module.tensor_hash(x_data), "box": [float(b) for b in box]}
+    return runs_module.cached_table("studies.planes.region_check_table", params, runs,
                       lambda: pd.DataFrame([region_checks(run, x_uniform, x_data, box) for run in runs]))
 
 

@@ -12,14 +12,14 @@
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
 
-from .. import circle, compare, config, data, memo, parts, verdict, widgets
+from .. import circle, compare, config, data, parts, runs as runs_module, verdict, widgets
 from ..plots import MODEL_COLORS, MODEL_NAMES
 from . import circle as circle_study
 from . import clusters as clusters_study
@@ -79,7 +79,7 @@ def measure_table(runs: Mapping[tuple, object], n_grid: int) -> pd.DataFrame:
     compared kinds, ``circle.overlap_metrics`` alone for the others."""
     with_switches = measure(n_grid)
     measures = {key: with_switches if key[1] in KINDS else circle.overlap_metrics for key in runs}
-    return memo.frame("studies.relu.measure_table", {"keys": [list(key) for key in runs], "n_grid": n_grid},
+    return runs_module.cached_table("studies.relu.measure_table", {"keys": [list(key) for key in runs], "n_grid": n_grid},
                       runs.values(), lambda: circle_study.snapshot_tables(runs, measures, ["target", "model", "seed"]))
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import circle, clusters, compare, config, data, memo, protocol
+from .. import circle, clusters, compare, config, data, protocol, runs as runs_module
 from . import clusters as clusters_study
 
 #: The factors of a cell, in the order of its key (after the target kind, before the seed).
@@ -85,7 +85,7 @@ def measure_effects(runs: dict, n_rotations: int) -> pd.DataFrame:
             effects = circle.steps_effects(run, n_rotations) if kind == "steps" else circle.mixture_effects(run)
             rows.append({"kind": kind, **dict(zip(FACTORS, cell)), "seed": seed, **effects})
         return pd.DataFrame(rows)
-    return memo.frame("studies.sensitivity.measure_effects", {"keys": [list(k) for k in runs], "n_rotations": n_rotations},
+    return runs_module.cached_table("studies.sensitivity.measure_effects", {"keys": [list(k) for k in runs], "n_rotations": n_rotations},
                       runs.values(), compute)
 
 
@@ -212,7 +212,7 @@ def c7_run_effects(run, kind: str, n_grid: int, fit_fraction: float = 0.1) -> di
 def c7_effects(runs: dict, n_grid: int) -> pd.DataFrame:
     """One row per run of ``c7_configs``' keys: ``kind``, the ``C7_FACTORS``, ``seed`` and
     ``c7_run_effects``."""
-    return memo.frame("studies.sensitivity.c7_effects", {"keys": [list(k) for k in runs], "n_grid": n_grid},
+    return runs_module.cached_table("studies.sensitivity.c7_effects", {"keys": [list(k) for k in runs], "n_grid": n_grid},
                       runs.values(),
                       lambda: pd.DataFrame([{"kind": kind, **dict(zip(C7_FACTORS, cell)), "seed": seed,
                                              **c7_run_effects(run, kind, n_grid)}

@@ -1,4 +1,4 @@
-"""The analysis cache (dlgn_lib.memo): a served table is the computed one, bit for bit, and only
+"""The analysis cache (dlgn_lib.runs.cached_table): a served table is the computed one, bit for bit, and only
 for the same code, runs, parameters and numeric code path."""
 import functools
 import json
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from dlgn_lib import circle, config, memo
+from dlgn_lib import circle, config, runs as runs_module
 from dlgn_lib.studies import circle as circle_study
 
 
@@ -44,7 +44,7 @@ def bits_equal(a, b):
 
 def test_stored_form_reads_back_bit_for_bit():
     table = mixed_table()
-    back = memo.decode(json.loads(json.dumps(memo.encode(table))))
+    back = runs_module.decode_table(json.loads(json.dumps(runs_module.encode_table(table))))
     bits_equal(back, table)
     assert str(back["x"].to_numpy()[0]) == "-0.0"
 
@@ -61,8 +61,8 @@ def test_a_table_that_would_not_read_back_exactly_is_never_stored(table):
         calls.append(1)
         return table
     for _ in range(2):
-        assert memo.frame("t", {}, [], compute) is table
-    assert len(calls) == 2 and not list(memo.folder().glob("*.json"))
+        assert runs_module.cached_table("t", {}, [], compute) is table
+    assert len(calls) == 2 and not list(runs_module.analysis_folder().glob("*.json"))
 
 
 def test_served_once_computed_and_again_for_other_params_runs_or_code_path(runs, monkeypatch):
@@ -71,36 +71,36 @@ def test_served_once_computed_and_again_for_other_params_runs_or_code_path(runs,
     def compute():
         calls.append(1)
         return mixed_table()
-    first = memo.frame("t", {"n": 1}, runs.values(), compute)
-    served = memo.frame("t", {"n": 1}, runs.values(), compute)
+    first = runs_module.cached_table("t", {"n": 1}, runs.values(), compute)
+    served = runs_module.cached_table("t", {"n": 1}, runs.values(), compute)
     assert len(calls) == 1
     bits_equal(served, first)
-    memo.frame("t", {"n": 2}, runs.values(), compute)                     # another parameter
-    memo.frame("u", {"n": 1}, runs.values(), compute)                     # another computation
-    memo.frame("t", {"n": 1}, list(runs.values())[:1], compute)           # other runs
+    runs_module.cached_table("t", {"n": 2}, runs.values(), compute)                     # another parameter
+    runs_module.cached_table("u", {"n": 1}, runs.values(), compute)                     # another computation
+    runs_module.cached_table("t", {"n": 1}, list(runs.values())[:1], compute)           # other runs
     assert len(calls) == 4
     monkeypatch.setenv("MKL_CBWR", "AVX2")                                 # another code path
-    memo.frame("t", {"n": 1}, runs.values(), compute)
+    runs_module.cached_table("t", {"n": 1}, runs.values(), compute)
     assert len(calls) == 5
     monkeypatch.setenv("DLGN_ANALYSIS_CACHE", "off")
-    memo.frame("t", {"n": 1}, runs.values(), compute)
+    runs_module.cached_table("t", {"n": 1}, runs.values(), compute)
     assert len(calls) == 6
     monkeypatch.setenv("DLGN_ANALYSIS_CACHE", "no")
     with pytest.raises(ValueError, match="DLGN_ANALYSIS_CACHE='no'"):
-        memo.frame("t", {"n": 1}, runs.values(), compute)
+        runs_module.cached_table("t", {"n": 1}, runs.values(), compute)
 
 
 def test_a_run_with_other_weights_is_another_run(runs):
     import copy
     run = next(iter(runs.values()))
     other = copy.deepcopy(run)
-    del other._memo_hash
+    del other._analysis_hash
     epoch = other.epochs[-1]
     name = next(iter(other.snapshots[epoch]))
     other.snapshots[epoch][name] = other.snapshots[epoch][name].clone()
     other.snapshots[epoch][name].view(-1)[0] += 1e-7
-    assert memo.run_hash(other) != memo.run_hash(run)
-    assert memo.key("t", {}, [other]) != memo.key("t", {}, [run])
+    assert runs_module.run_hash(other) != runs_module.run_hash(run)
+    assert runs_module.analysis_key("t", {}, [other]) != runs_module.analysis_key("t", {}, [run])
 
 
 def test_an_altered_or_unreadable_entry_is_recomputed(runs):
@@ -109,25 +109,25 @@ def test_an_altered_or_unreadable_entry_is_recomputed(runs):
     def compute():
         calls.append(1)
         return mixed_table()
-    memo.frame("t", {}, runs.values(), compute)
-    (path,) = memo.folder().glob("*.json")
+    runs_module.cached_table("t", {}, runs.values(), compute)
+    (path,) = runs_module.analysis_folder().glob("*.json")
     entry = json.loads(path.read_text())
     entry["table"]["columns"][1]["values"][0] = 7           # a changed number fails the checksum
     path.write_text(json.dumps(entry))
-    bits_equal(memo.frame("t", {}, runs.values(), compute), mixed_table())
+    bits_equal(runs_module.cached_table("t", {}, runs.values(), compute), mixed_table())
     path.write_text("{not json")
-    bits_equal(memo.frame("t", {}, runs.values(), compute), mixed_table())
+    bits_equal(runs_module.cached_table("t", {}, runs.values(), compute), mixed_table())
     assert len(calls) == 3
-    bits_equal(memo.frame("t", {}, runs.values(), compute), mixed_table())   # rewritten, served again
+    bits_equal(runs_module.cached_table("t", {}, runs.values(), compute), mixed_table())   # rewritten, served again
     assert len(calls) == 3
 
 
 def test_entries_of_another_library_version_are_removed_when_one_is_written(runs):
-    memo.folder().mkdir(parents=True)
-    stale = memo.folder() / "0000000000000000-old.json"
+    runs_module.analysis_folder().mkdir(parents=True)
+    stale = runs_module.analysis_folder() / "0000000000000000-old.json"
     stale.write_text("{}")
-    memo.frame("t", {}, runs.values(), mixed_table)
-    assert not stale.exists() and len(list(memo.folder().glob("*.json"))) == 1
+    runs_module.cached_table("t", {}, runs.values(), mixed_table)
+    assert not stale.exists() and len(list(runs_module.analysis_folder().glob("*.json"))) == 1
 
 
 def test_a_runs_folder_that_refuses_writes_computes_without_error(runs, monkeypatch):
@@ -135,16 +135,16 @@ def test_a_runs_folder_that_refuses_writes_computes_without_error(runs, monkeypa
     refused write stands in for a read-only folder, which root could write into)."""
     def refuse(*args, **kwargs):
         raise PermissionError("read-only")
-    monkeypatch.setattr(memo.tempfile, "NamedTemporaryFile", refuse)
-    bits_equal(memo.frame("t", {}, runs.values(), mixed_table), mixed_table())
-    assert not memo.folder().exists() or not list(memo.folder().glob("*"))
+    monkeypatch.setattr(runs_module.tempfile, "NamedTemporaryFile", refuse)
+    bits_equal(runs_module.cached_table("t", {}, runs.values(), mixed_table), mixed_table())
+    assert not runs_module.analysis_folder().exists() or not list(runs_module.analysis_folder().glob("*"))
 
 
 def test_snapshot_tables_served_equal_the_ones_measured_without_the_cache(runs, monkeypatch):
     measure = functools.partial(circle.region_metrics, baselines=False)
     columns = ["target", "model", "seed"]
     computed = circle_study.snapshot_tables(runs, measure, columns)
-    stored = list(memo.folder().glob("*.json"))
+    stored = list(runs_module.analysis_folder().glob("*.json"))
     assert len(stored) == 1
     served = circle_study.snapshot_tables(runs, measure, columns)
     monkeypatch.setenv("DLGN_ANALYSIS_CACHE", "off")
@@ -156,7 +156,7 @@ def test_snapshot_tables_served_equal_the_ones_measured_without_the_cache(runs, 
     monkeypatch.setenv("DLGN_ANALYSIS_CACHE", "on")
     circle_study.snapshot_tables(runs, circle.overlap_metrics, columns)
     circle_study.snapshot_tables(runs, measure, columns, epochs=circle_study.ends_of)
-    assert len(list(memo.folder().glob("*.json"))) == 3
+    assert len(list(runs_module.analysis_folder().glob("*.json"))) == 3
 
 
 def test_a_measure_without_a_stable_name_is_measured_every_time(runs):
@@ -168,24 +168,24 @@ def test_a_measure_without_a_stable_name_is_measured_every_time(runs):
     circle_study.snapshot_tables(runs, measure, ["target", "model", "seed"])
     circle_study.snapshot_tables(runs, measure, ["target", "model", "seed"])
     assert len(calls) == 2 * sum(len(r.epochs) for r in runs.values())
-    assert memo.function_name(measure) is None
-    assert memo.function_name(lambda m, d: 0) is None
-    assert memo.function_name(circle.overlap_metrics) == "dlgn_lib.circle.overlap_metrics"
-    assert memo.function_name(functools.partial(circle.region_metrics, baselines=False)) == \
+    assert runs_module.function_name(measure) is None
+    assert runs_module.function_name(lambda m, d: 0) is None
+    assert runs_module.function_name(circle.overlap_metrics) == "dlgn_lib.circle.overlap_metrics"
+    assert runs_module.function_name(functools.partial(circle.region_metrics, baselines=False)) == \
         'partial(dlgn_lib.circle.region_metrics, [[], {"baselines": false}])'
-    assert memo.function_name(np.mean) is None                       # outside the library: no code hash covers it
+    assert runs_module.function_name(np.mean) is None                       # outside the library: no code hash covers it
 
 
 def test_tensor_hash_sees_dtype_shape_and_values():
     x = torch.arange(6, dtype=torch.float64)
-    assert memo.tensor_hash(x) == memo.tensor_hash(x.clone())
-    assert len({memo.tensor_hash(x), memo.tensor_hash(x.float()), memo.tensor_hash(x.view(2, 3)),
-                memo.tensor_hash(x + 1e-12)}) == 4
+    assert runs_module.tensor_hash(x) == runs_module.tensor_hash(x.clone())
+    assert len({runs_module.tensor_hash(x), runs_module.tensor_hash(x.float()), runs_module.tensor_hash(x.view(2, 3)),
+                runs_module.tensor_hash(x + 1e-12)}) == 4
 
 
 def test_entries_take_the_umask_permissions_like_run_entries():
-    memo.frame("t", {}, [], mixed_table)
-    [entry] = memo.folder().glob("*.json")
+    runs_module.cached_table("t", {}, [], mixed_table)
+    [entry] = runs_module.analysis_folder().glob("*.json")
     umask = os.umask(0)
     os.umask(umask)
     assert entry.stat().st_mode & 0o777 == 0o666 & ~umask, "an analysis is readable by whom run entries are"
