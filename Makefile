@@ -95,10 +95,10 @@ test-notebooks: venv data
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg -n $(NBVAL_WORKERS) --dist loadscope notebooks/
 
 verify: check-profile venv data
-	$(PY) -m dlgn_lib.series verify --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
+	$(PY) -m dlgn_lib.reproduce verify --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
 
 spread: venv data
-	$(PY) -m dlgn_lib.series spread $(if $(WORKERS),--workers $(WORKERS)) $(if $(ADD),--add --variants pinned native)
+	$(PY) -m dlgn_lib.reproduce spread $(if $(WORKERS),--workers $(WORKERS)) $(if $(ADD),--add --variants pinned native)
 
 # As root (containers, CI machines) JupyterLab refuses to start without --allow-root.
 lab: venv

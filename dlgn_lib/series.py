@@ -2,8 +2,6 @@
 
     python -m dlgn_lib.series run [--profile quick|full] [--only 05 07 ...] [--kernel NAME]
                                   [--workers N | --scheduler ADDRESS] [--output DIR]
-    python -m dlgn_lib.series spread [--only ...] [--variants NAME ...] [--reuse]
-    python -m dlgn_lib.series verify [--profile quick|full] [--only ...] [--no-run]
 
 Each ``notebooks/NN_*.ipynb`` is executed by papermill with ``PROFILE`` injected into its
 ``parameters`` cell, in the notebooks folder, into ``build/notebooks/``. The executions are tasks
@@ -15,8 +13,9 @@ run cache (``DLGN_RUNS_DIR``). Each notebook's kernel is a process of its own, u
 thread (``DLGN_NUM_THREADS``, default 1); notebooks that need the same run wait for each other on
 the run cache's lock and then load it.
 
-``spread`` and ``verify`` (:mod:`dlgn_lib.verify`) run the same runner under other CPU code paths
-or into ``build/verify`` and compare the outputs with the record (reconstruction §7).
+``python -m dlgn_lib.reproduce spread|verify`` (:mod:`dlgn_lib.reproduce`) run the same runner under
+other CPU code paths or into ``build/verify`` and compare the outputs with the record
+(reconstruction §7).
 
 A failing notebook does not stop the others; progress lines are printed as notebooks start and
 finish, and the summary table lists every notebook, in series order, with its status, its run
@@ -469,7 +468,7 @@ def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: 
     start, the CPU, code path and code version, and each notebook's status and time (what
     ``report record`` reads to record a cold series). An interrupted run writes none."""
     from dlgn_lib import locations, numerics
-    from dlgn_lib.verify import code_version, machine_label
+    from dlgn_lib.provenance import code_version, machine_label
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / SERIES_NOTE).unlink(missing_ok=True)   # a note of an earlier run here is not this run's
     runs = locations.runs_dir()
@@ -528,35 +527,6 @@ def execute_in_place(notebooks: Sequence[Path], progress: Callable[[str], None] 
                 progress(f"{path.name}: executed in place in {time.perf_counter() - start:.0f} s")
 
 
-def outputs_in_place(notebooks: Sequence[Path]) -> int:
-    """``series outputs``: re-execute each notebook in place, then move the spread record's
-    committed values to the new outputs (``verify.rebase_committed``). When a notebook's outputs
-    are ones no recorded code path printed, its record entry is left as it was and the command
-    says to measure it again with ``series spread`` (exit status 1); the notebook keeps its new
-    outputs."""
-    from dlgn_lib import reproduce, verify
-    stale = []
-    for path in notebooks:
-        nb_id = notebook_id(path)
-        before = verify.compared_outputs(path)
-        execute_in_place([path])
-        record = reproduce.load_record()
-        if not record.get("notebooks"):
-            continue
-        try:
-            checks = {name: by_path["committed"] for name, by_path in verify.check_outcomes({"committed": path}).items()}
-            verify.write_record(verify.rebase_committed(record, nb_id, before, verify.compared_outputs(path), checks))
-        except ValueError as exc:
-            stale.append(nb_id)
-            print(f"spread record not updated: {exc}", file=sys.stderr)
-        else:
-            print(f"{display_path(reproduce.SPREAD_RECORD)}: committed values of {nb_id} updated "
-                  f"(each output as a recorded code path printed it)")
-    if stale:
-        print(f"measure the spread again: python -m dlgn_lib.series spread --only {' '.join(stale)}", file=sys.stderr)
-    return 1 if stale else 0
-
-
 def format_summary(results: Sequence[Result]) -> str:
     """A plain-text table: notebook, status, seconds, verdict; then failures and a count line."""
     header = ("notebook", "status", "seconds", "verdict")
@@ -611,31 +581,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="ADDRESS",
         help="run on an existing Dask cluster, e.g. tcp://HOST:8786, instead of a local one",
     )
-    outputs = commands.add_parser("outputs", help="re-execute the committed notebooks in place (maintainers)")
-    outputs.add_argument("--only", nargs="+", metavar="ID", help="notebook ids (default: all)")
-    spread = commands.add_parser("spread", help="run the quick series under several CPU code paths, "
-                                                "write docs/spread.json")
-    spread.add_argument("--only", nargs="+", metavar="ID", help="notebook ids (default: all)")
-    spread.add_argument("--variants", nargs="+", metavar="NAME", help="code paths (default: all of dlgn_lib.verify.VARIANTS)")
-    spread.add_argument("--reuse", action="store_true", help="keep a code path's executed copies when complete")
-    spread.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes per run")
-    spread.add_argument("--add", action="store_true",
-                        help="add this machine's code paths to the record instead of replacing it "
-                             "(run on a second CPU: the tolerances then cover it too)")
-    verify = commands.add_parser("verify", help="re-run into build/verify and compare with the record")
-    verify.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default: quick)")
-    verify.add_argument("--only", nargs="+", metavar="ID", help="notebook ids (default: all)")
-    verify.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes")
-    verify.add_argument("--no-run", action="store_true", help="compare the copies already in build/verify")
     args = parser.parse_args(argv)
-    if args.command in ("spread", "verify"):
-        return _verify_main(parser, args)
-    if args.command == "outputs":
-        try:
-            chosen = select_notebooks(find_notebooks(), args.only)
-        except ValueError as exc:
-            parser.error(str(exc))
-        return outputs_in_place(chosen)
     try:
         results = run_series(
             args.notebooks,
@@ -660,25 +606,6 @@ def main(argv: Sequence[str] | None = None) -> int:
               + f"; to run the rest: python -m dlgn_lib.series run --profile {args.profile}{rerun}", file=sys.stderr)
         return 130
     print(format_summary(results))
-    return 0 if all(r.ok for r in results) else 1
-
-
-def _verify_main(parser, args) -> int:
-    from dlgn_lib import verify
-    try:
-        if args.command == "spread":
-            data = verify.spread(args.variants, args.only, args.reuse, workers=args.workers, add=args.add)
-            print(verify.spread_table(data))
-            print(f"wrote {display_path(verify.reproduce.SPREAD_RECORD)}")
-            return 0
-        check_profile(args.profile)
-        results = verify.verify(args.profile, args.only, workers=args.workers, run=not args.no_run)
-    except ValueError as exc:
-        parser.error(str(exc))
-    except KeyboardInterrupt as exc:
-        print(f"interrupted: {exc or 'nothing was compared'}", file=sys.stderr)
-        return 130
-    print(verify.verify_table(results, args.profile))
     return 0 if all(r.ok for r in results) else 1
 
 

@@ -1,5 +1,5 @@
 """The pinned numeric code path (dlgn_lib.numerics), figures that are rewritten only when they
-change (dlgn_lib.plots.save_figure), and make verify's comparison (dlgn_lib.verify)."""
+change (dlgn_lib.plots.save_figure), and make verify's comparison (dlgn_lib.reproduce)."""
 from __future__ import annotations
 
 import hashlib
@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
 
-from dlgn_lib import locations, numerics, report, reproduce, verify  # noqa: E402
+from dlgn_lib import locations, numerics, report, reproduce  # noqa: E402
 from dlgn_lib.plots import save_figure  # noqa: E402
 
 REPO = locations.REPO_ROOT
@@ -147,20 +147,20 @@ def test_verify_catches_a_planted_number_and_a_flipped_check(tmp_path):
         nbformat.write(nb, path)
         return path
 
-    same = verify.compare_quick("01", committed, copy_with(lambda t: t), figures, record)
+    same = reproduce.compare_quick("01", committed, copy_with(lambda t: t), figures, record)
     assert same.ok and same.numbers > 20 and same.figures == same.figures_equal == 3
 
-    planted = verify.compare_quick("01", committed, copy_with(lambda t: t.replace("e-15", "e-11", 1)), figures, record)
+    planted = reproduce.compare_quick("01", committed, copy_with(lambda t: t.replace("e-15", "e-11", 1)), figures, record)
     assert not planted.ok and planted.outside == 1 and planted.verdicts_equal
 
-    flipped = verify.compare_quick("01", committed, copy_with(lambda t: t.replace("[pass]", "[FAIL]", 1)), figures, record)
+    flipped = reproduce.compare_quick("01", committed, copy_with(lambda t: t.replace("[pass]", "[FAIL]", 1)), figures, record)
     assert not flipped.ok and flipped.text_differences == 1 and not flipped.verdicts_equal
     name = next(c.name for v in report.verdicts_of(nbformat.read(committed, as_version=4)) for c in v.checks)
     fragile_record = {"notebooks": {"01": {"summary": {"fragile_checks": [name]}}}}
-    known = verify.compare_quick("01", committed, copy_with(lambda t: t.replace("[pass]", "[FAIL]", 1)), figures,
+    known = reproduce.compare_quick("01", committed, copy_with(lambda t: t.replace("[pass]", "[FAIL]", 1)), figures,
                                  fragile_record)
     assert known.verdicts_equal and known.fragile_flips == 1, "a recorded fragile check may flip"
-    table = verify.verify_table([same, planted, flipped], "quick")
+    table = reproduce.verify_table([same, planted, flipped], "quick")
     assert "verify (quick): 1 of 3 notebooks agree" in table
 
 

@@ -120,10 +120,9 @@ def test_every_number_of_every_committed_output_has_a_record_entry():
     record = reproduce.load_record()
     if not record["notebooks"]:
         pytest.fail("docs/spread.json is missing: run make spread")
-    from dlgn_lib import verify
     for path in locations.find_notebooks():
         nb_id = locations.notebook_id(path)
-        outputs = verify.compared_outputs(path)
+        outputs = reproduce.compared_outputs(path)
         entries = record["notebooks"][nb_id]["outputs"]
         for cell_id, groups in outputs.items():
             for key, texts in groups.items():
@@ -173,13 +172,12 @@ def _record(variants: dict, label: str) -> dict:
 
 
 def test_merging_a_second_machine_equals_measuring_every_code_path_at_once():
-    """verify.merge_records against a second method: one spread over all code paths together."""
-    from dlgn_lib import verify
+    """reproduce.merge_records against a second method: one spread over all code paths together."""
     committed = "count 18 of 32, score 0.594 [pass] k\n"
     first = {"committed": committed, "pinned": committed, "native": "count 18 of 32, score 0.601 [pass] k\n"}
     second = {"committed": committed, "pinned @ B": "count 17 of 32, score 0.656 [pass] k\n",
               "native @ B": "count 19 of 32, score 0.580 [pass] k\n"}
-    merged = verify.merge_records(_record(first, "A"), _record(second, "B"))
+    merged = reproduce.merge_records(_record(first, "A"), _record(second, "B"))
     together = reproduce.spread_entries({n: {"c": {"stdout": [t]}} for n, t in {**first, **second}.items()})
     entry = merged["notebooks"]["07"]["outputs"]["c/stdout/0"]
     assert entry["ranges"] == pytest.approx(together["c/stdout/0"]["ranges"])
@@ -188,7 +186,7 @@ def test_merging_a_second_machine_equals_measuring_every_code_path_at_once():
     assert [m["cpu"] for m in merged["machines"]] == ["A", "B"]
     nb = merged["notebooks"]["07"]
     assert nb["variants"] == ["pinned", "native", "pinned @ B", "native @ B"]
-    again = verify.merge_records(merged, _record(second, "B"))   # the same machine added twice
+    again = reproduce.merge_records(merged, _record(second, "B"))   # the same machine added twice
     assert again["notebooks"]["07"]["variants"] == nb["variants"]
     assert again["notebooks"]["07"]["outputs"] == merged["notebooks"]["07"]["outputs"]
     assert nb["summary"]["numbers_that_moved"] == 2 and nb["summary"]["fragile_checks"] == []
@@ -199,18 +197,16 @@ def test_merging_a_second_machine_equals_measuring_every_code_path_at_once():
 
 
 def test_merging_records_of_other_committed_outputs_is_refused():
-    from dlgn_lib import verify
     a = _record({"committed": "x 1.0\n", "pinned": "x 1.1\n"}, "A")
     b = _record({"committed": "x 2.0\n", "pinned @ B": "x 2.1\n"}, "B")
     with pytest.raises(ValueError, match="other committed outputs"):
-        verify.merge_records(a, b)
+        reproduce.merge_records(a, b)
 
 
 def test_a_check_that_flips_on_the_second_machine_becomes_fragile():
-    from dlgn_lib import verify
     a = _record({"committed": "s 0.5 [pass] k\n", "pinned": "s 0.5 [pass] k\n"}, "A")
     b = _record({"committed": "s 0.5 [pass] k\n", "pinned @ B": "s 0.4 [FAIL] k\n"}, "B")
-    merged = verify.merge_records(a, b)
+    merged = reproduce.merge_records(a, b)
     assert merged["notebooks"]["07"]["summary"]["fragile_checks"] == ["k"]
     assert merged["notebooks"]["07"]["outputs"]["c/stdout/0"]["skeletons"]
 
@@ -218,30 +214,29 @@ def test_a_check_that_flips_on_the_second_machine_becomes_fragile():
 def test_new_outputs_of_one_notebook_replace_its_entry_and_keep_the_others():
     """A notebook re-committed with new outputs (a new rule) gets this machine's spread; the other
     notebooks keep every machine's, and the replaced entry names the machine that measured it."""
-    from dlgn_lib import verify
-    old = verify.merge_records(_record({"committed": "x 1.0\n", "pinned": "x 1.1\n"}, "A"),
+    old = reproduce.merge_records(_record({"committed": "x 1.0\n", "pinned": "x 1.1\n"}, "A"),
                                _record({"committed": "x 1.0\n", "pinned @ B": "x 0.9\n"}, "B"))
     old["notebooks"]["05"] = json.loads(json.dumps(old["notebooks"]["07"]))
     new = _record({"committed": "x 2.0 [pass] k\n", "pinned": "x 2.2 [pass] k\n", "native": "x 1.9 [pass] k\n"}, "C")
-    replaced = verify.replace_notebooks(old, new, ["07"])
+    replaced = reproduce.replace_notebooks(old, new, ["07"])
     assert replaced["notebooks"]["05"] == old["notebooks"]["05"]
     entry = replaced["notebooks"]["07"]
-    label = verify.machine_label(new["machine"])
+    label = reproduce.machine_label(new["machine"])
     assert entry["variants"] == [f"pinned @ {label}", f"native @ {label}"]
     assert set(entry["outputs"]["c/stdout/0"]["values"]) == {"committed", *entry["variants"]}
     assert entry["outputs"]["c/stdout/0"]["ranges"] == pytest.approx([0.3])
-    assert entry["measured_on"]["machine"] == verify.machine_label(new["machine"])
+    assert entry["measured_on"]["machine"] == reproduce.machine_label(new["machine"])
     assert set(entry["checks"]["k"]) == {"committed", *entry["variants"]}
     assert [m["label"] for m in replaced["machines"]] == [m["label"] for m in old["machines"]] + [label]
     assert replaced["machines"][-1]["notebooks"] == ["07"] and "notebooks" not in replaced["machines"][0]
-    again = verify.replace_notebooks(replaced, new, ["07"])      # the same machine again: listed once
+    again = reproduce.replace_notebooks(replaced, new, ["07"])      # the same machine again: listed once
     assert again["machines"] == replaced["machines"]
     # tolerance now comes from the new measurement alone
     tolerance = reproduce.tolerance_for(replaced, "07", "c", "stdout", 0)
     assert reproduce.compare_text("x 2.0 [pass] k\n", "x 2.25 [pass] k\n", tolerance).differences == ()
     assert reproduce.compare_text("x 2.0 [pass] k\n", "x 3.5 [pass] k\n", tolerance).differences
     with pytest.raises(ValueError, match="notebook 99: no code path ran it"):
-        verify.replace_notebooks(old, new, ["99"])
+        reproduce.replace_notebooks(old, new, ["99"])
 
 
 def test_the_lines_that_follow_from_a_record_are_those_the_record_gives_now():
@@ -262,19 +257,18 @@ def test_the_lines_that_follow_from_a_record_are_those_the_record_gives_now():
         assert [ln for ln in lines if ln.startswith(verdict.FRAGILE_MARK)] == expected_fragile, nb_id
         for line in lines:
             if m := smoke.match(line):
-                assert line == verdict.smoke_line(m[1], m[2], report.recorded_full(nb_id, m[1])), f"{nb_id}: run python -m dlgn_lib.series outputs --only {nb_id}"
+                assert line == verdict.smoke_line(m[1], m[2], report.recorded_full(nb_id, m[1])), f"{nb_id}: run python -m dlgn_lib.reproduce outputs --only {nb_id}"
 
 
 def test_a_machine_is_listed_once_with_the_notebooks_it_measured():
-    from dlgn_lib import verify
     new = _record({"committed": "x 1.0\n", "pinned": "x 1.1\n"}, "C")
-    label = verify.machine_label(new["machine"])
-    first = verify.with_machine([{"label": "A"}], new, ["05"])
+    label = reproduce.machine_label(new["machine"])
+    first = reproduce.with_machine([{"label": "A"}], new, ["05"])
     assert [m["label"] for m in first] == ["A", label] and first[1]["notebooks"] == ["05"]
-    again = verify.with_machine(first, {**new, "code_version": "later"}, ["08", "06"])
+    again = reproduce.with_machine(first, {**new, "code_version": "later"}, ["08", "06"])
     assert [m["label"] for m in again] == ["A", label] and again[1]["notebooks"] == ["05", "06", "08"]
     assert again[1]["code_version"] == "later" and first[1]["code_version"] == new.get("code_version")
-    assert "notebooks" not in verify.with_machine(first, new, None)[1]     # then it measured them all
+    assert "notebooks" not in reproduce.with_machine(first, new, None)[1]     # then it measured them all
     assert first[1]["notebooks"] == ["05"]                                  # the input is not changed
 
 
@@ -282,7 +276,6 @@ def test_check_outcomes_keep_inconclusive_for_a_count_without_an_interval(tmp_pa
     """A row-count check (08, rules v3) prints no interval but may be inconclusive: the spread record
     stores "inconclusive", not False; a one-number check stays True / False."""
     import nbformat
-    from dlgn_lib import verify
     lines = ["  [pass] rows where the DLGN shows the effect (R1) = 5  (threshold: >= 4; counted from the rows' "
              "outcomes, 5 to 5 with the undecided rows)",
              "  [inconclusive] of those, rows where the ReLU net does not (none; undecided: R6) = 0  (threshold: <= 0; "
@@ -292,7 +285,7 @@ def test_check_outcomes_keep_inconclusive_for_a_count_without_an_interval(tmp_pa
         "x", outputs=[nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n")])])
     path = tmp_path / "08_x.ipynb"
     nbformat.write(nb, path)
-    outcomes = verify.check_outcomes({"pinned": path})
+    outcomes = reproduce.outcomes_of_copies({"pinned": path})
     assert outcomes["of those, rows where the ReLU net does not (none; undecided: R6)"] == {"pinned": "inconclusive"}
     assert outcomes["rows where the DLGN shows the effect (R1)"] == {"pinned": True}
 
@@ -302,18 +295,17 @@ def _outputs(text: str) -> dict:
 
 
 def test_outputs_remade_on_a_recorded_code_path_move_the_committed_values_and_keep_the_spread():
-    """series outputs on a machine whose code path the record measured: the reference becomes that
+    """reproduce outputs on a machine whose code path the record measured: the reference becomes that
     code path's outputs; every recorded code path still passes against it."""
-    from dlgn_lib import verify
     old = "count 18 of 32, score 0.594 [pass] k\n"
     variants = {"committed": old, "pinned @ A": old, "native @ A": "count 18 of 32, score 0.601 [pass] k\n",
                 "pinned @ B": "count 17 of 32, score 0.620 [pass] k\n"}
     record = _record(variants, "A")
-    rebased = verify.rebase_committed(record, "07", _outputs(old), _outputs(variants["pinned @ B"]))
+    rebased = reproduce.rebase_committed(record, "07", _outputs(old), _outputs(variants["pinned @ B"]))
     entry = rebased["notebooks"]["07"]["outputs"]["c/stdout/0"]
     assert entry["values"]["committed"] == ["17", "32", "0.620"]
     assert entry["ranges"] == record["notebooks"]["07"]["outputs"]["c/stdout/0"]["ranges"] == pytest.approx([1, 0, 0.026])
-    assert rebased["notebooks"]["07"]["committed_on"]["machine"] == verify.machine_label()
+    assert rebased["notebooks"]["07"]["committed_on"]["machine"] == reproduce.machine_label()
     assert record["notebooks"]["07"]["outputs"]["c/stdout/0"]["values"]["committed"] == ["18", "32", "0.594"]  # not mutated
     tolerance = reproduce.tolerance_for(rebased, "07", "c", "stdout", 0)
     for text in variants.values():
@@ -321,29 +313,27 @@ def test_outputs_remade_on_a_recorded_code_path_move_the_committed_values_and_ke
 
 
 def test_outputs_no_recorded_code_path_printed_leave_the_record_and_say_to_measure_again():
-    from dlgn_lib import verify
     old = "score 0.594 [pass] k\n"
     record = _record({"committed": old, "pinned": old, "native": "score 0.601 [pass] k\n"}, "A")
     with pytest.raises(ValueError, match=r"prints 0\.7, which no recorded code path printed; "
-                                         r"run python -m dlgn_lib.series spread --only 07"):
-        verify.rebase_committed(record, "07", _outputs(old), _outputs("score 0.7 [pass] k\n"))
+                                         r"run python -m dlgn_lib.reproduce spread --only 07"):
+        reproduce.rebase_committed(record, "07", _outputs(old), _outputs("score 0.7 [pass] k\n"))
     with pytest.raises(ValueError, match="its words changed"):     # a flip no code path showed
-        verify.rebase_committed(record, "07", _outputs(old), _outputs("score 0.594 [FAIL] k\n"))
+        reproduce.rebase_committed(record, "07", _outputs(old), _outputs("score 0.594 [FAIL] k\n"))
     with pytest.raises(ValueError, match="no longer printed"):
-        verify.rebase_committed(record, "07", _outputs(old), {})
+        reproduce.rebase_committed(record, "07", _outputs(old), {})
     with pytest.raises(ValueError, match="notebook 99: not in the spread record"):
-        verify.rebase_committed(record, "99", _outputs(old), _outputs(old))
+        reproduce.rebase_committed(record, "99", _outputs(old), _outputs(old))
 
 
 def test_a_fragile_output_remade_in_its_other_words_gets_the_range_over_every_code_path():
     """A check that passes on one code path and is inconclusive on another: remade where it is
     inconclusive, the reference takes those words, and its numbers' range spans every code path."""
-    from dlgn_lib import verify
     passing, straddling = "m 0.30 [0.24, 0.79] [pass] k\n", "m 0.30 [0.24, 1.00] [inconclusive] k\n"
     record = _record({"committed": passing, "pinned @ A": passing, "native @ A": "m 0.31 [0.25, 0.80] [pass] k\n",
                       "pinned @ B": straddling}, "A")
     assert record["notebooks"]["07"]["outputs"]["c/stdout/0"]["ranges"] == pytest.approx([0.01, 0.01, 0.01])
-    rebased = verify.rebase_committed(record, "07", _outputs(passing), _outputs(straddling))
+    rebased = reproduce.rebase_committed(record, "07", _outputs(passing), _outputs(straddling))
     entry = rebased["notebooks"]["07"]["outputs"]["c/stdout/0"]
     assert entry["ranges"] == pytest.approx([0.01, 0.01, 0.21])
     assert entry["skeletons"][0] == reproduce.split(straddling)[0]
@@ -353,10 +343,9 @@ def test_a_fragile_output_remade_in_its_other_words_gets_the_range_over_every_co
 
 
 def test_remade_outputs_carry_their_check_outcomes_if_a_recorded_code_path_had_them():
-    from dlgn_lib import verify
     text = "m 0.30 [pass] k\n"
     record = _record({"committed": text, "pinned": text, "native": "m 0.31 [FAIL] k\n"}, "A")
-    rebased = verify.rebase_committed(record, "07", _outputs(text), _outputs(text), {"k": False})
+    rebased = reproduce.rebase_committed(record, "07", _outputs(text), _outputs(text), {"k": False})
     assert rebased["notebooks"]["07"]["checks"]["k"] == {"committed": False, "pinned": True, "native": False}
     with pytest.raises(ValueError, match="check 'k': 'inconclusive' is an outcome no recorded code path had"):
-        verify.rebase_committed(record, "07", _outputs(text), _outputs(text), {"k": "inconclusive"})
+        reproduce.rebase_committed(record, "07", _outputs(text), _outputs(text), {"k": "inconclusive"})

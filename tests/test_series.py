@@ -108,9 +108,9 @@ def test_a_series_run_notes_its_wall_time_workers_and_whether_the_run_cache_was_
     monkeypatch.setenv("DLGN_NUMERICS", "native")
     assert series.main(["run", "--notebooks", str(notebooks), "--profile", "full", "--workers", "1"]) == 1
     note = json.loads((build / "notebooks" / series.SERIES_NOTE).read_text())
-    from dlgn_lib import verify
+    from dlgn_lib import reproduce
     assert (note["profile"], note["workers"], note["runs_cache_empty_at_start"], note["numerics"], note["cpu"]) == \
-        ("full", 1, True, "native", verify.machine_label())
+        ("full", 1, True, "native", reproduce.machine_label())
     assert {name: n["status"] for name, n in note["notebooks"].items()} == \
         {"01_good.ipynb": "ok", "02_bad.ipynb": "FAILED ValueError"}
     # one worker: the wall time holds both notebooks, one after the other

@@ -178,7 +178,7 @@ def test_a_malformed_rule_is_an_error_naming_it(tmp_path, monkeypatch):
 
 
 def test_verify_reports_whether_quick_and_full_intervals_overlap():
-    from dlgn_lib import report, verify
+    from dlgn_lib import report, reproduce
     quick = [V.seed_check("share", [0.50, 0.52, 0.48, 0.55, 0.51], ">=", 0.2),
              V.seed_check("rise", [0.16, 0.17, 0.15, 0.17, 0.16], ">=", 0.1),
              V.check("old-style", 1.0, ">=", 0.5)]
@@ -192,7 +192,7 @@ def test_verify_reports_whether_quick_and_full_intervals_overlap():
             nbformat.v4.new_output("stream", name="stdout", text=text)])])
         return report.verdicts_of(nb)
 
-    overlapping, compared, apart = verify.interval_overlaps(parsed(quick), parsed(full))
+    overlapping, compared, apart = reproduce.interval_overlaps(parsed(quick), parsed(full))
     assert (overlapping, compared) == (1, 2)   # the old-style check has no interval and is not compared
     assert len(apart) == 1 and apart[0].startswith("C5 share: quick [0.49") and "full [0.29" in apart[0]
 
