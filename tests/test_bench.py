@@ -82,11 +82,11 @@ def test_record_replaces_measured_rows_and_keeps_the_others_with_their_run(tmp_p
 
 
 def test_readme_table_is_the_record(tmp_path):
-    from dlgn_lib import report
+    from dlgn_lib import readme_blocks
     path = tmp_path / "bench.json"
     bench.record_rows([bench.Row("x | y", (1.25, 1.5, 2.0), ("<=", 1.6)), bench.Row("none", (0.4,))],
                       ["ref line"], HEAD, path, date="2026-01-01")
-    table = report.bench_table(*bench.load_record(path))
+    table = readme_blocks.bench_table(*bench.load_record(path))
     assert "| x \\| y | 1.5× | [1.25× – 2×] | ≤ 1.6× | yes |" in table
     assert "| none | 0.4× | (1 run) | — | — |" in table
     assert "2026-01-01" in table and "- ref line" in table
@@ -94,7 +94,7 @@ def test_readme_table_is_the_record(tmp_path):
     noted = tmp_path / "noted.json"
     bench.record_rows([bench.Row("series", (630.0,), ("<=", 600.0), " s", "the 12 notebooks' own times add to 1,156 s"),
                        bench.Row("not run", (), ("<=", 120.0), " s", "add --series")], [], HEAD, noted)
-    table = report.bench_table(*bench.load_record(noted))
+    table = readme_blocks.bench_table(*bench.load_record(noted))
     assert "- series: the 12 notebooks' own times add to 1,156 s" in table and "- not run:" not in table
     assert "Absolute numbers" not in table     # a run without reference lines promises none
 

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
 
-from dlgn_lib import locations, numerics, report, reproduce  # noqa: E402
+from dlgn_lib import executed, locations, numerics, reproduce  # noqa: E402
 from dlgn_lib.plots import save_figure  # noqa: E402
 
 REPO = locations.REPO_ROOT
@@ -155,7 +155,7 @@ def test_verify_catches_a_planted_number_and_a_flipped_check(tmp_path):
 
     flipped = reproduce.compare_quick("01", committed, copy_with(lambda t: t.replace("[pass]", "[FAIL]", 1)), figures, record)
     assert not flipped.ok and flipped.text_differences == 1 and not flipped.verdicts_equal
-    name = next(c.name for v in report.verdicts_of(nbformat.read(committed, as_version=4)) for c in v.checks)
+    name = next(c.name for v in executed.verdicts_of(nbformat.read(committed, as_version=4)) for c in v.checks)
     fragile_record = {"notebooks": {"01": {"summary": {"fragile_checks": [name]}}}}
     known = reproduce.compare_quick("01", committed, copy_with(lambda t: t.replace("[pass]", "[FAIL]", 1)), figures,
                                  fragile_record)

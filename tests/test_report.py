@@ -6,7 +6,7 @@ import json
 import nbformat
 import pytest
 
-from dlgn_lib import report, verdict
+from dlgn_lib import executed as executed_module, full_results, guide_blocks, readme_blocks, report, verdict
 
 
 def executed(*printed: str, **metadata):
@@ -32,7 +32,7 @@ def test_verdicts_are_read_back_exactly_as_verdict_printed_them():
     second = [verdict.check("ratio", 0.667, "<=", 0.5)]
     history = "notebook 05: earlier verdicts\n  earlier: C5 [quick]: SUPPORTED (3 of 3 checks pass)\n"
     nb = executed(printed_verdict("C1", first), "other output\n", printed_verdict("C5", second, "full"), history)
-    found = report.verdicts_of(nb)
+    found = executed_module.verdicts_of(nb)
     assert [(v.claim, v.profile, v.supported, v.n_pass, v.n_checks) for v in found] == \
         [("C1", "quick", True, 2, 2), ("C5", "full", False, 0, 1)]
     assert [(c.name, float(c.value), c.op, float(c.threshold), c.passed) for c in found[0].checks] == \
@@ -42,17 +42,17 @@ def test_verdicts_are_read_back_exactly_as_verdict_printed_them():
 
 def test_a_verdict_line_without_its_checks_is_an_error():
     with pytest.raises(ValueError, match="3 checks announced, 0 printed"):
-        report.verdicts_of(executed("VERDICT C2 [quick]: SUPPORTED (3 of 3 checks pass)\n"))
+        executed_module.verdicts_of(executed("VERDICT C2 [quick]: SUPPORTED (3 of 3 checks pass)\n"))
 
 
 def test_seconds_come_from_papermill_or_from_the_cell_timings():
-    assert report.seconds_of(executed(papermill={"duration": 12.5})) == 12.5
+    assert executed_module.seconds_of(executed(papermill={"duration": 12.5})) == 12.5
     nb = executed("a\n", "b\n")
     nb.cells[0].metadata["execution"] = {"iopub.execute_input": "2026-01-01T00:00:00.000000Z",
                                          "shell.execute_reply": "2026-01-01T00:00:01.500000Z"}
     nb.cells[1].metadata["execution"] = {"iopub.execute_input": "2026-01-01T00:01:00Z",
                                          "shell.execute_reply": "2026-01-01T00:01:02.25Z"}
-    assert report.seconds_of(nb) == pytest.approx(3.75)
+    assert executed_module.seconds_of(nb) == pytest.approx(3.75)
 
 
 def full_run(folder, *names):
@@ -68,14 +68,14 @@ def full_run(folder, *names):
 def test_record_keeps_notes_and_refuses_a_run_that_was_not_full(tmp_path):
     folder, record = full_run(tmp_path / "full", "03_regions.ipynb"), tmp_path / "record.json"
     record.write_text(json.dumps({"notebooks": {"03": {"note": "empty run cache"}}}))
-    entry = report.record_full(folder, record)["notebooks"]["03"]
+    entry = full_results.record_full(folder, record)["notebooks"]["03"]
     assert (entry["seconds"], entry["note"], entry["verdicts"][0]["n_pass"]) == (217, "empty run cache", 1)
     quick = executed(papermill={"duration": 1.0, "parameters": {"PROFILE": "quick"}})
     nbformat.write(quick, folder / "03_regions.ipynb")
     with pytest.raises(ValueError, match="not PROFILE='full'"):
-        report.record_full(folder, record)
+        full_results.record_full(folder, record)
     with pytest.raises(FileNotFoundError, match="no executed notebooks"):
-        report.record_full(tmp_path / "empty", record)
+        full_results.record_full(tmp_path / "empty", record)
 
 
 def test_record_keeps_a_series_run_beside_the_notebooks_and_refuses_one_of_other_notebooks(tmp_path):
@@ -85,14 +85,14 @@ def test_record_keeps_a_series_run_beside_the_notebooks_and_refuses_one_of_other
                          "01_paths.ipynb": {"status": "ok", "seconds": 80.0}}}
     (folder / "series.json").write_text(json.dumps(run))
     record.write_text(json.dumps({"notebooks": {}, "series": {"01 03": {"note": "two at a time"}}}))
-    written = report.record_full(folder, record)
+    written = full_results.record_full(folder, record)
     assert written["series"] == {"01 03": {**run, "note": "two at a time"}}
     assert json.loads(record.read_text()) == written
     run["notebooks"].pop("01_paths.ipynb")
     (folder / "series.json").write_text(json.dumps(run))
     before = record.read_text()
     with pytest.raises(ValueError, match="not of this folder's notebooks"):
-        report.record_full(folder, record)
+        full_results.record_full(folder, record)
     assert record.read_text() == before   # nothing recorded from a mismatched folder
 
 
@@ -104,26 +104,26 @@ def _run(ids, seconds, started, empty=True, status="ok", cpu="CPU A"):
 
 def test_the_series_line_adds_disjoint_cold_parts_and_names_what_is_missing():
     ids = ["00", "01", "02", "03"]
-    assert report.series_line({}, ids).endswith("not measured yet.")
+    assert readme_blocks.series_line({}, ids).endswith("not measured yet.")
     first = dict([_run(["00", "02"], 3600.0, "2026-12-04T16:00:00+00:00")])
-    line = report.series_line(first, ids)
+    line = readme_blocks.series_line(first, ids)
     assert "00 02 in 3,600 s (1.00 h; 2 workers, native code path, code abc1234, 2026-12-04)" in line
     assert line.endswith("not measured yet: 01 03.")
     # a warm run, a failed one and one overlapping an earlier part are not added up
     for other in (_run(["01", "03"], 999.0, "2026-12-05T09:00:00+00:00", empty=False),
                   _run(["01", "03"], 999.0, "2026-12-05T10:00:00+00:00", status="FAILED ValueError"),
                   _run(["01", "02", "03"], 999.0, "2026-12-05T11:00:00+00:00")):
-        assert report.series_line({**first, **dict([other])}, ids).endswith("not measured yet: 01 03.")
+        assert readme_blocks.series_line({**first, **dict([other])}, ids).endswith("not measured yet: 01 03.")
     both = {**first, **dict([_run(["01", "03"], 5400.0, "2026-12-05T09:00:00+00:00")])}
-    assert report.series_line(both, ids).endswith("the parts together: 9,000 s (2.50 h).")
+    assert readme_blocks.series_line(both, ids).endswith("the parts together: 9,000 s (2.50 h).")
     # a part measured on another CPU is not added to this CPU's parts
     other_cpu = {**first, **dict([_run(["01", "03"], 5400.0, "2026-12-05T09:00:00+00:00", cpu="CPU B")])}
-    line = report.series_line(other_cpu, ids)
+    line = readme_blocks.series_line(other_cpu, ids)
     assert "on CPU A, in parts, each from its own empty cache: 00 02 in 3,600 s" in line
     assert "not measured yet: 01 03. on CPU B, in parts" in line and line.endswith("not measured yet: 00 02.")
     # one cold run of the whole series is the measurement itself
     whole = {**both, **dict([_run(ids, 7200.0, "2026-12-06T09:00:00+00:00")])}
-    assert "on CPU A, all 4 notebooks, 00 01 02 03 in 7,200 s (2.00 h;" in report.series_line(whole, ids)
+    assert "on CPU A, all 4 notebooks, 00 01 02 03 in 7,200 s (2.00 h;" in readme_blocks.series_line(whole, ids)
 
 
 def test_a_block_is_replaced_between_its_markers_only():
@@ -140,9 +140,9 @@ def test_the_readme_course_guide_and_results_cells_agree_with_the_committed_outp
 
 
 def test_every_claim_and_notebook_is_in_the_generated_tables():
-    data = report.measured()
-    claims, times = report.claims_table(data), report.times_table(data, live=True)
-    for claim, _, notebooks in report.CLAIMS:
+    data = full_results.measured()
+    claims, times = readme_blocks.claims_table(data), readme_blocks.times_table(data, live=True)
+    for claim, _, notebooks in full_results.CLAIMS:
         assert f"| {claim} |" in claims
     for m in data.values():
         assert f"notebooks/{m.name}.ipynb" in claims and m.name.replace("_", " ", 1) in times
@@ -164,30 +164,30 @@ def test_the_full_record_takes_the_code_path_from_the_notebook_not_from_the_reco
     nb.cells = [cell]
     path = tmp_path / "01_paths.ipynb"
     nbformat.write(nb, path)
-    assert report.code_path_of(path) == "numerics: native (ATen AVX512, MKL_CBWR (auto), numpy without (none))"
+    assert executed_module.code_path_of(path) == "numerics: native (ATen AVX512, MKL_CBWR (auto), numpy without (none))"
     nb.cells[0].outputs = []
     nbformat.write(nb, path)
-    assert report.code_path_of(path) == "not printed"
+    assert executed_module.code_path_of(path) == "not printed"
 
 
 def test_the_opening_table_has_one_short_line_per_claim_from_the_full_verdicts(monkeypatch):
     """README's and the book's first table: the bottom line by the registered combination, a
     pending line naming the notebook without a current full run, and the quick words."""
     def v(claim, word, profile):
-        return report.Verdict(claim, profile, word, 1, 1, ())
+        return executed_module.Verdict(claim, profile, word, 1, 1, ())
 
-    monkeypatch.setattr(report, "current_rule", lambda n: 3 if n in ("05", "10") else 2)
+    monkeypatch.setattr(full_results, "current_rule", lambda n: 3 if n in ("05", "10") else 2)
     data = {}
-    for claim, _, notebooks in report.CLAIMS:
+    for claim, _, notebooks in full_results.CLAIMS:
         for n in notebooks:
-            data.setdefault(n, report.Measured(n, f"{n}_x", [], 1.0, [], 1.0, "", 2))
+            data.setdefault(n, full_results.Measured(n, f"{n}_x", [], 1.0, [], 1.0, "", 2))
             data[n].quick.append(v(claim, "SUPPORTED", "quick"))
             data[n].full.append(v(claim, "SUPPORTED", "full"))
-    data["05"] = report.Measured("05", "05_x", [v("C5", "INCONCLUSIVE", "quick")], 1.0,
+    data["05"] = full_results.Measured("05", "05_x", [v("C5", "INCONCLUSIVE", "quick")], 1.0,
                                  [v("C5", "NOT SUPPORTED", "full")], 1.0, "", 3)        # current: decides C5
-    data["10"] = report.Measured("10", "10_x", [v("C5", "SMOKE TEST", "quick"), v("C7", "SMOKE TEST", "quick")], 1.0,
+    data["10"] = full_results.Measured("10", "10_x", [v("C5", "SMOKE TEST", "quick"), v("C7", "SMOKE TEST", "quick")], 1.0,
                                  [v("C5", "SUPPORTED", "full"), v("C7", "SUPPORTED", "full")], 1.0, "", 1)
-    rows = {line.split(":")[0].strip("| "): line for line in report.bottom_lines_table(data).splitlines()[2:]}
+    rows = {line.split(":")[0].strip("| "): line for line in readme_blocks.bottom_lines_table(data).splitlines()[2:]}
     assert list(rows) == ["C1", "C2", "C3", "C4", "C5", "C6", "C7"]
     cells = {c: [x.strip() for x in row.split(" | ")] for c, row in rows.items()}
     assert cells["C1"][1:3] == ["SUPPORTED", "SUPPORTED"]
@@ -217,7 +217,7 @@ def test_the_course_guide_verdict_table_shows_now_and_every_earlier_verdict(monk
     """Per notebook with a verdict: both profiles now (a full run under an older rule is not shown
     as current) and each earlier verdict as rule, convention and profile with its word and count."""
     def v(claim, word, profile, n_pass=1, n_checks=1):
-        return report.Verdict(claim, profile, word, n_pass, n_checks, ())
+        return executed_module.Verdict(claim, profile, word, n_pass, n_checks, ())
 
     history = {"notebooks": {"07": [
         {"verdict": "C6 [full]: SUPPORTED (2 of 2 checks pass): extra growth 0.997", "setting": 'convention "he", code version 2, full', "reason": "x"},
@@ -225,13 +225,13 @@ def test_the_course_guide_verdict_table_shows_now_and_every_earlier_verdict(monk
     path = tmp_path / "history.json"
     path.write_text(json.dumps(history))
     monkeypatch.setattr(verdict, "HISTORY_FILE", path)
-    monkeypatch.setattr(report, "current_rule", lambda n: 3)
-    data = {"07": report.Measured("07", "07_x", [v("C6", "SMOKE TEST", "quick", 4, 4)], 1.0,
+    monkeypatch.setattr(full_results, "current_rule", lambda n: 3)
+    data = {"07": full_results.Measured("07", "07_x", [v("C6", "SMOKE TEST", "quick", 4, 4)], 1.0,
                                   [v("C6", "NOT SUPPORTED", "full", 3, 4)], 1.0, "", 3),
-            "08": report.Measured("08", "08_x", [v("C7", "SUPPORTED", "quick")], 1.0,
+            "08": full_results.Measured("08", "08_x", [v("C7", "SUPPORTED", "quick")], 1.0,
                                   [v("C7", "SUPPORTED", "full")], 1.0, "", 2),
-            "11": report.Measured("11", "11_x", [], 1.0, None, None, "", None)}
-    rows = report.verdicts_by_notebook_table(data).splitlines()
+            "11": full_results.Measured("11", "11_x", [], 1.0, None, None, "", None)}
+    rows = guide_blocks.verdicts_by_notebook_table(data).splitlines()
     assert rows[2] == ("| 07 | C6: *SMOKE TEST* (no verdict; 4 of 4 checks pass) | C6: **NOT SUPPORTED**, 3 of 4 (rules v3) | "
                        'C6 v1, "he", full: SUPPORTED (2 of 2)<br>C6 v2, "group", quick: SUPPORTED (4 of 4) |')
     assert rows[3] == "| 08 | C7: SUPPORTED, 1 of 1 | no run under rules v3 yet | — |"   # its full ran under v2
@@ -241,7 +241,7 @@ def test_the_course_guide_verdict_table_shows_now_and_every_earlier_verdict(monk
 def test_the_times_table_adds_the_cold_times_beside_the_recorded_ones():
     # A notebook recorded from runs trained beforehand (9 s, cold 5,000 s) beside one recorded cold
     # (100 s): as recorded 109 s, from an empty cache 5,100 s.
-    data = {"01": report.Measured("01", "01_paths", [], 1.0, [], 100.0, "empty cache", 3, 100.0),
-            "09": report.Measured("09", "09_table", [], 2.0, [], 9.0, "runs trained beforehand", 1, 5000.0)}
-    total = report.times_table(data).splitlines()[-1]
+    data = {"01": full_results.Measured("01", "01_paths", [], 1.0, [], 100.0, "empty cache", 3, 100.0),
+            "09": full_results.Measured("09", "09_table", [], 2.0, [], 9.0, "runs trained beforehand", 1, 5000.0)}
+    total = readme_blocks.times_table(data).splitlines()[-1]
     assert "`full` 109 s as recorded, 5,100 s with every notebook's runs trained from an empty cache" in total

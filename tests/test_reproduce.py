@@ -244,20 +244,20 @@ def test_the_lines_that_follow_from_a_record_are_those_the_record_gives_now():
     because they follow from docs/spread.json and docs/full_results.json; here they are compared
     with what those records give now, in every committed notebook."""
     import re
-    from dlgn_lib import report, verdict
+    from dlgn_lib import executed, full_results, verdict
     patterns = reproduce.sanitize_patterns()
     assert any("full_results" in regex for regex, _ in patterns) and any("fragile" in regex for regex, _ in patterns)
     smoke = re.compile(r"^SMOKE TEST (\S+) \[quick\] \(quick cannot decide \S+: (.*); the full result in ")
     for path in locations.find_notebooks(locations.REPO_ROOT / "notebooks"):
         nb_id = locations.notebook_id(path)
         nb = nbformat.read(path, as_version=4)
-        lines = report._stdout_lines(nb)
-        expected_fragile = [line for v in report.verdicts_of(nb) if v.profile == "quick" and v.word != "SMOKE TEST"
+        lines = executed._stdout_lines(nb)
+        expected_fragile = [line for v in executed.verdicts_of(nb) if v.profile == "quick" and v.word != "SMOKE TEST"
                             for line in verdict.fragile_lines(reproduce.check_outcomes(nb_id), [c.name for c in v.checks])]
         assert [ln for ln in lines if ln.startswith(verdict.FRAGILE_MARK)] == expected_fragile, nb_id
         for line in lines:
             if m := smoke.match(line):
-                assert line == verdict.smoke_line(m[1], m[2], report.recorded_full(nb_id, m[1])), f"{nb_id}: run python -m dlgn_lib.reproduce outputs --only {nb_id}"
+                assert line == verdict.smoke_line(m[1], m[2], full_results.recorded_full(nb_id, m[1])), f"{nb_id}: run python -m dlgn_lib.reproduce outputs --only {nb_id}"
 
 
 def test_a_machine_is_listed_once_with_the_notebooks_it_measured():

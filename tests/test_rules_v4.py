@@ -311,29 +311,29 @@ def test_words_combined_across_notebooks_equal_the_part_read_on_all_its_checks_a
 
 def test_the_readme_reads_each_claim_by_parts_from_the_full_records_of_its_notebooks():
     import nbformat
-    from dlgn_lib import report
+    from dlgn_lib import executed, full_results, readme_blocks
     # a planted executed 07 under full: its part lines as dl.parts.show prints them
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output(
         "stream", name="stdout", text="PART C6 (a) HOLDS: clustering grows (2 checks here)\n"
                                      "PART C6 (b) DOES NOT HOLD: several clusters (2 checks here)\n"
                                      "SMOKE TEST PART C6 (a) HOLDS: read by a smoke test, never recorded\n")])]
-    found = report.parts_of(nb)
+    found = executed.parts_of(nb)
     assert found == [{"claim": "C6", "label": "a", "word": "HOLDS", "dlgn_undecided": False},
                      {"claim": "C6", "label": "b", "word": "DOES NOT HOLD", "dlgn_undecided": False}]
     record = {"notebooks": {"07": {"rule": 4, "parts": found, "verdicts": []}}}
-    assert report.part_words("C6", record) == {"a": ("HOLDS", []), "b": ("DOES NOT HOLD", [])}
-    table = report.parts_table(record)
+    assert full_results.part_words("C6", record) == {"a": ("HOLDS", []), "b": ("DOES NOT HOLD", [])}
+    table = readme_blocks.parts_table(record)
     assert "| C6: later-layer half-spaces cluster in training | *HOLDS IN PART* (1 of 2) | (a) HOLDS<br>(b) **DOES NOT HOLD** |" in table
     # a part decided in two notebooks is pending while one of them has no v4 full record
     record["notebooks"]["05"] = {"rule": 4, "verdicts": [], "parts": [
         {"claim": "C5", "label": "c", "word": "HOLDS", "dlgn_undecided": False}]}
-    assert report.part_words("C5", record)["c"] == ("pending", ["06"])
+    assert full_results.part_words("C5", record)["c"] == ("pending", ["06"])
     record["notebooks"]["06"] = {"rule": 3, "verdicts": [], "parts": []}   # a v3 record does not count
-    assert report.part_words("C5", record)["c"] == ("pending", ["06"])
+    assert full_results.part_words("C5", record)["c"] == ("pending", ["06"])
     record["notebooks"]["06"] = {"rule": 4, "verdicts": [], "parts": [
         {"claim": "C5", "label": "c", "word": "INCONCLUSIVE", "dlgn_undecided": False}]}
-    assert report.part_words("C5", record)["c"] == ("INCONCLUSIVE", [])
+    assert full_results.part_words("C5", record)["c"] == ("INCONCLUSIVE", [])
     # C1 is decided by rule v3's worst cases, read from the recorded checks
     checks = [{"name": f"max |path sum - forward|, {n}", "value": "1e-14", "op": "<=", "threshold": "1e-10",
                "outcome": "pass"} for n in ("DLGN, value input ones, soft gates", "DLGN, value input ones, hard gates",
@@ -341,9 +341,9 @@ def test_the_readme_reads_each_claim_by_parts_from_the_full_records_of_its_noteb
                                              "ReLU, no biases, hard gates")]
     record["notebooks"]["01"] = {"rule": 3, "verdicts": [{"claim": "C1", "profile": "full", "word": "SUPPORTED",
                                                           "n_pass": 5, "n_checks": 5, "checks": checks}]}
-    assert report.part_words("C1", record) == {"a": ("HOLDS", [])}
+    assert full_results.part_words("C1", record) == {"a": ("HOLDS", [])}
     checks[2]["outcome"] = "fail"
-    assert report.part_words("C1", record) == {"a": ("DOES NOT HOLD", [])}
+    assert full_results.part_words("C1", record) == {"a": ("DOES NOT HOLD", [])}
 
 
 @pytest.mark.parametrize("claim,notebook,local,expected", [
@@ -355,13 +355,13 @@ def test_the_readme_reads_each_claim_by_parts_from_the_full_records_of_its_noteb
      {"e": ("INCONCLUSIVE", ["08"]), "c": ("pending", ["08"])}),
 ])
 def test_a_part_decided_in_one_notebook_is_read_before_the_others_ran(claim, notebook, local, expected):
-    from dlgn_lib import report
+    from dlgn_lib import full_results, readme_blocks
     record = {"notebooks": {notebook: {"rule": 4, "verdicts": [], "parts": [
         {"claim": claim, "label": label, "word": word, "dlgn_undecided": undecided} for label, word, undecided in local]}}}
-    words = report.part_words(claim, record)
+    words = full_results.part_words(claim, record)
     assert {label: words[label] for label in expected} == expected
     if claim == "C5":
-        assert "(a) **DOES NOT HOLD** (decided before 10 ran)" in report.parts_table(record)
+        assert "(a) **DOES NOT HOLD** (decided before 10 ran)" in readme_blocks.parts_table(record)
 
 
 def _entry(parts_words, outcomes, cpu="6/167/1"):
@@ -382,35 +382,35 @@ _C6 = {"g_f": "fashion_mnist: DLGN extra growth Δ of the score, layer 1 → 6",
 
 
 def test_a_part_read_differently_by_the_full_records_of_two_cpus_is_machine_sensitive_and_inconclusive():
-    from dlgn_lib import report
+    from dlgn_lib import full_results, readme_blocks
     one = _entry({"a": "HOLDS", "b": "DOES NOT HOLD"},
                  {_C6["g_f"]: "pass", _C6["g_o"]: "pass", _C6["n_f"]: "fail", _C6["n_o"]: "pass"})
     record = {"notebooks": {"07": one}}
-    assert report.part_words("C6", record) == {"a": ("HOLDS", []), "b": ("DOES NOT HOLD", [])}
-    assert report.machine_sensitive(one) == set() and report.sensitive_parts("C6", record) == set()
+    assert full_results.part_words("C6", record) == {"a": ("HOLDS", []), "b": ("DOES NOT HOLD", [])}
+    assert full_results.machine_sensitive(one) == set() and full_results.sensitive_parts("C6", record) == set()
     # a second CPU where the failing check is only inconclusive: (b) reads differently, so it is inconclusive
     other = _entry({"a": "HOLDS", "b": "INCONCLUSIVE"},
                    {_C6["g_f"]: "pass", _C6["g_o"]: "pass", _C6["n_f"]: "inconclusive", _C6["n_o"]: "pass"}, "25/1/1")
     record["notebooks"]["07"] = {**one, "other_machines": [other]}
-    assert report.machine_sensitive(record["notebooks"]["07"]) == {_C6["n_f"]}
-    assert report.part_words("C6", record) == {"a": ("HOLDS", []), "b": ("INCONCLUSIVE", [])}
-    assert report.sensitive_parts("C6", record) == {"b"}
-    assert "(b) *INCONCLUSIVE* (machine-sensitive: the CPUs' full records differ)" in report.parts_table(record)
+    assert full_results.machine_sensitive(record["notebooks"]["07"]) == {_C6["n_f"]}
+    assert full_results.part_words("C6", record) == {"a": ("HOLDS", []), "b": ("INCONCLUSIVE", [])}
+    assert full_results.sensitive_parts("C6", record) == {"b"}
+    assert "(b) *INCONCLUSIVE* (machine-sensitive: the CPUs' full records differ)" in readme_blocks.parts_table(record)
     # both CPUs say DOES NOT HOLD, but each through another check: no check fails on both, so inconclusive
     other = _entry({"a": "HOLDS", "b": "DOES NOT HOLD"},
                    {_C6["g_f"]: "pass", _C6["g_o"]: "pass", _C6["n_f"]: "pass", _C6["n_o"]: "fail"}, "25/1/1")
     record["notebooks"]["07"] = {**one, "other_machines": [other]}
-    assert report.part_words("C6", record)["b"] == ("INCONCLUSIVE", [])
+    assert full_results.part_words("C6", record)["b"] == ("INCONCLUSIVE", [])
     # the same check fails on both: the part does not hold on either CPU
     other = _entry({"a": "HOLDS", "b": "DOES NOT HOLD"},
                    {_C6["g_f"]: "pass", _C6["g_o"]: "pass", _C6["n_f"]: "fail", _C6["n_o"]: "inconclusive"}, "25/1/1")
     record["notebooks"]["07"] = {**one, "other_machines": [other]}
-    assert report.part_words("C6", record)["b"] == ("DOES NOT HOLD", [])
+    assert full_results.part_words("C6", record)["b"] == ("DOES NOT HOLD", [])
 
 
 def test_another_machines_full_run_is_kept_beside_the_record_and_must_be_of_the_same_rule(tmp_path, monkeypatch):
     import nbformat
-    from dlgn_lib import provenance, report
+    from dlgn_lib import full_results, provenance
     monkeypatch.setattr(provenance, "code_version", lambda: "abc1234")
     folder = tmp_path / "run"
     folder.mkdir()
@@ -422,13 +422,13 @@ def test_another_machines_full_run_is_kept_beside_the_record_and_must_be_of_the_
     record = tmp_path / "full_results.json"
     record.write_text(json.dumps({"notebooks": {"07": {"rule": 3, "note": "v3"}}}))
     with pytest.raises(ValueError, match="record this machine's run first"):
-        report.record_full(folder, record, another_machine=True)
+        full_results.record_full(folder, record, another_machine=True)
     assert json.loads(record.read_text()) == {"notebooks": {"07": {"rule": 3, "note": "v3"}}}, "nothing written"
-    report.record_full(folder, record)
-    report.record_full(folder, record, another_machine=True)
-    report.record_full(folder, record, another_machine=True)   # the same machine again replaces its entry
+    full_results.record_full(folder, record)
+    full_results.record_full(folder, record, another_machine=True)
+    full_results.record_full(folder, record, another_machine=True)   # the same machine again replaces its entry
     entry = json.loads(record.read_text())["notebooks"]["07"]
     assert entry["rule"] == 4 and len(entry["other_machines"]) == 1
     assert entry["other_machines"][0]["parts"] == [{"claim": "C6", "label": "a", "word": "HOLDS", "dlgn_undecided": False}]
-    report.record_full(folder, record)   # a new record of the same rule keeps the other machines' runs
+    full_results.record_full(folder, record)   # a new record of the same rule keeps the other machines' runs
     assert len(json.loads(record.read_text())["notebooks"]["07"]["other_machines"]) == 1

@@ -95,12 +95,12 @@ def test_a_claims_bottom_line_follows_the_registered_combination():
 
 def test_the_report_reads_v3_lines_back():
     import nbformat
-    from dlgn_lib import report
+    from dlgn_lib import executed
     checks = [V.seed_check("gain", [0.31, 0.29, 0.35], ">=", 0.1), V.seed_check("other", [0.0, 0.2, 0.1], ">=", 0.1)]
     text = V.evaluate("C9", checks, "quick").text() + "\n"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=[
         nbformat.v4.new_output("stream", name="stdout", text=text)])])
-    (found,) = report.verdicts_of(nb)
+    (found,) = executed.verdicts_of(nb)
     assert (found.word, found.n_pass, found.n_checks) == ("INCONCLUSIVE", 1, 2)
     assert [(c.name, c.outcome, c.low, c.high) for c in found.checks] == [
         ("gain", "pass", V.format_number(checks[0].estimate.low), V.format_number(checks[0].estimate.high)),
@@ -178,7 +178,7 @@ def test_a_malformed_rule_is_an_error_naming_it(tmp_path, monkeypatch):
 
 
 def test_verify_reports_whether_quick_and_full_intervals_overlap():
-    from dlgn_lib import report, reproduce
+    from dlgn_lib import executed, reproduce
     quick = [V.seed_check("share", [0.50, 0.52, 0.48, 0.55, 0.51], ">=", 0.2),
              V.seed_check("rise", [0.16, 0.17, 0.15, 0.17, 0.16], ">=", 0.1),
              V.check("old-style", 1.0, ">=", 0.5)]
@@ -190,7 +190,7 @@ def test_verify_reports_whether_quick_and_full_intervals_overlap():
         text = V.evaluate("C5", checks, "quick").text() + "\n"
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=[
             nbformat.v4.new_output("stream", name="stdout", text=text)])])
-        return report.verdicts_of(nb)
+        return executed.verdicts_of(nb)
 
     overlapping, compared, apart = reproduce.interval_overlaps(parsed(quick), parsed(full))
     assert (overlapping, compared) == (1, 2)   # the old-style check has no interval and is not compared
@@ -199,21 +199,21 @@ def test_verify_reports_whether_quick_and_full_intervals_overlap():
 
 def test_a_smoke_line_names_the_rule_an_older_full_record_ran_under(tmp_path, monkeypatch):
     import json
-    from dlgn_lib import report
+    from dlgn_lib import full_results
     checks = [{"name": "a", "op": ">=", "threshold": "0.1", "value": "0.2", "passed": True},
               {"name": "b", "op": ">=", "threshold": "0.1", "value": "0.0", "passed": False}]
     entry = {"verdicts": [{"claim": "C5", "profile": "full", "n_checks": 2, "n_pass": 1, "supported": False,
                            "checks": checks}]}
     record = tmp_path / "full_results.json"
-    monkeypatch.setattr(report, "FULL_RECORD", record)
-    monkeypatch.setattr(report, "current_rule", lambda notebook: 3)
+    monkeypatch.setattr(full_results, "FULL_RECORD", record)
+    monkeypatch.setattr(full_results, "current_rule", lambda notebook: 3)
     for rule, expected in ((None, "(1 of 2 checks pass) under an earlier rule; no full run under rule v3 yet"),
                            (2, "(1 of 2 checks pass) under rule v2; no full run under rule v3 yet"),
                            # rules v3 counts all three outcomes, with or without intervals (08's row counts)
                            (3, "(1 of 2 checks pass, 1 fail, 0 inconclusive)")):
         record.write_text(json.dumps({"notebooks": {"05": {**entry, **({} if rule is None else {"rule": rule})}}}))
-        assert report.recorded_full("05", "C5") == "NOT SUPPORTED " + expected
-    monkeypatch.setattr(report, "current_rule", lambda notebook: 2)   # before rules v3: the rule of its time
+        assert full_results.recorded_full("05", "C5") == "NOT SUPPORTED " + expected
+    monkeypatch.setattr(full_results, "current_rule", lambda notebook: 2)   # before rules v3: the rule of its time
     record.write_text(json.dumps({"notebooks": {"05": entry}}))
-    assert report.recorded_full("05", "C5") == "NOT SUPPORTED (1 of 2 checks pass)"
-    assert report.recorded_full("06", "C5") == "not recorded"
+    assert full_results.recorded_full("05", "C5") == "NOT SUPPORTED (1 of 2 checks pass)"
+    assert full_results.recorded_full("06", "C5") == "not recorded"

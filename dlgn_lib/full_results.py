@@ -1,0 +1,314 @@
+"""The record of ``full`` runs, ``docs/full_results.json``: writing it from executed notebooks
+(``python -m dlgn_lib.report record FOLDER``), and reading it: each notebook's measured verdicts,
+the rule it was run under, and each claim's parts under rules v4 (with the machines a part was
+read on)."""
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from . import locations
+from .executed import (FULL_RECORD, SERIES_NOTE, _notebooks, _record_of, _verdicts_from_record, code_path_of,
+                       seconds_of, verdicts_of)
+
+
+NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
+
+
+#: The claims of the paper's abstract (paraphrased) and the notebooks that test each.
+CLAIMS = (
+    ("—", "teaching: DLN vs ReLU vs DLGN in 2-D; build a DLGN by hand", ("00",)),
+    ("C1", "a network is a mixture of path experts: output = Σ_π path value × path gate", ("01",)),
+    ("C2", "the DLGN sits between a deep linear network and a ReLU net: it learns non-linear features",
+     ("02",)),
+    ("C3", "each feature is the indicator of an intersection of L half-spaces", ("03",)),
+    ("C4", "a global picture of every feature, unlike local saliency maps", ("04",)),
+    ("C5", "half-spaces settle on the smooth parts of the target; simpler regions get paths first",
+     ("05", "06", "10", "11")),
+    ("C6", "later-layer neurons are half-spaces too, but training makes them cluster", ("07", "11")),
+    ("C7", "ReLU networks learn features the same way (hypothesis)", ("06", "08", "10", "11")),
+    ("T", "benchmarks against ReLU, DLN and frozen-gate baselines", ("09",)),
+)
+
+
+#: Each claim in a few words, for the short table of bottom lines that opens README and the book.
+SHORT_CLAIMS = {
+    "C1": "output = sum over paths of value × gate",
+    "C2": "the DLGN is midway between a linear net and a ReLU net",
+    "C3": "each feature is an intersection of half-spaces",
+    "C4": "DLGN features are global; saliency maps are local",
+    "C5": "half-spaces settle where the target is not smooth",
+    "C6": "later-layer half-spaces cluster in training",
+    "C7": "ReLU nets learn features the same way",
+}
+
+
+#: How the recorded ``full`` run was made (the record's ``note`` adds what was cached).
+FULL_SETTING = "a 2-core CPU, one torch thread per process"
+
+
+def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool = False) -> dict:
+    """Write the ``full`` record from notebooks executed with ``PROFILE=full`` in ``folder``.
+
+    Each notebook must have run under ``full`` (papermill's parameters say so); its verdicts and
+    duration replace the old entry, whose ``note`` (how it was run) is kept, and whose records of
+    other machines are kept while the rule is the same. The folder's ``series.json`` (written by
+    ``series run``), when there is one, is recorded under ``series``, keyed by its notebook ids:
+    the run's wall time, workers, and whether its run cache was empty.
+
+    ``another_machine``: the folder holds the same rule's ``full`` run on another CPU or code path;
+    it is kept beside the entry (``other_machines``), which it does not replace, so that a check
+    whose outcome differs between the two is machine-sensitive (``machine_sensitive``).
+    """
+    old = json.loads(record.read_text()) if record.exists() else {"notebooks": {}}
+    found = _notebooks(folder)
+    if not found:
+        raise FileNotFoundError(f"{folder}: no executed notebooks (NN_*.ipynb) to record")
+    from dlgn_lib import provenance
+    # the code path is the kernel's, printed in the notebook (code_path_of), not this process's
+    machine = {k: v for k, v in provenance.machine().items() if k not in ("numerics", "aten_cpu_capability", "mkl_cbwr",
+                                                                      "numpy_disabled_features", "onednn_max_cpu_isa")}
+    version = provenance.code_version()
+    entries = {}
+    for nb_id, path in found.items():
+        params = nbformat.read(path, as_version=4).metadata.get("papermill", {}).get("parameters", {})
+        if params.get("PROFILE") != "full":
+            raise ValueError(f"{path}: executed with parameters {params}, not PROFILE='full'")
+        entry = _record_of(path)
+        entry["code_version"], entry["machine"] = version, machine
+        entry["code_path"] = code_path_of(path)
+        entry["rule"] = current_rule(nb_id)
+        previous = old["notebooks"].get(nb_id, {})
+        if another_machine and previous.get("rule") != entry["rule"]:
+            raise ValueError(f"{path}: another machine's run of rule v{entry['rule']}, but the record of {nb_id} "
+                             f"is of rule v{previous.get('rule')}: record this machine's run first (without "
+                             "--another-machine)")
+        entries[nb_id] = (entry, previous)
+    for nb_id, (entry, previous) in entries.items():
+        if another_machine:
+            key = (entry["machine"].get("cpu_family_model_stepping"), entry["code_path"])
+            others = [o for o in previous.get("other_machines", [])
+                      if (o["machine"].get("cpu_family_model_stepping"), o["code_path"]) != key]
+            previous["other_machines"] = others + [entry]
+            continue
+        entry["note"] = previous.get("note", "")
+        kept = [o for o in previous.get("other_machines", []) if o.get("rule") == entry["rule"]]
+        if kept:
+            entry["other_machines"] = kept
+        old["notebooks"][nb_id] = entry
+    if another_machine:
+        record.write_text(json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+        return old
+    series_note = Path(folder) / SERIES_NOTE
+    if series_note.exists():
+        run = json.loads(series_note.read_text())
+        if run.get("profile") != "full" or sorted(run.get("notebooks", {})) != sorted(p.name for p in found.values()):
+            raise ValueError(f"{series_note}: a run of {sorted(run.get('notebooks', {}))} under "
+                             f"{run.get('profile')!r}, not of this folder's notebooks under 'full'")
+        key = " ".join(sorted(found))
+        run["note"] = old.get("series", {}).get(key, {}).get("note", run.get("note", ""))
+        old.setdefault("series", {})[key] = run
+    old["about"] = ("Verdicts and runtimes of the series executed with PROFILE=full (python -m dlgn_lib.report "
+                    "record FOLDER); `note` says how a notebook was run, `code_version` and `machine` (CPU, "
+                    "numeric code path, library versions) what ran it, `rule` the version of the notebook's "
+                    "verdict rule it ran under; entries without them predate that. `cold_seconds`, set by hand "
+                    "where `seconds` was measured from runs trained beforehand, is the time with those runs "
+                    "trained from an empty cache; a new record of the notebook drops it. `series` holds the "
+                    "runs of `series run` as their series.json states them, keyed by their notebook ids: wall "
+                    "time from start to end, workers, and whether the run cache was empty at the start. "
+                    "`other_machines` holds the same rule's full runs on other CPUs or code paths (report "
+                    "record FOLDER --another-machine): a check whose outcome differs between them is "
+                    "machine-sensitive, and a part it decides is INCONCLUSIVE (rules v4).")
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    return old
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One notebook's verdicts and runtime under both profiles (full: None when not recorded)."""
+    notebook: str
+    name: str
+    quick: list
+    quick_seconds: float
+    full: list | None
+    full_seconds: float | None
+    full_note: str
+    full_rule: int | None = None   # the rule version the full run was recorded under (None: before rules v3)
+    full_cold_seconds: float | None = None   # with its runs trained from an empty cache (the record's cold_seconds, else seconds)
+
+
+def measured(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> dict[str, Measured]:
+    full = json.loads(record.read_text())["notebooks"] if record.exists() else {}
+    out = {}
+    for nb_id, path in _notebooks(notebooks_dir).items():
+        nb = nbformat.read(path, as_version=4)
+        entry = full.get(nb_id)
+        out[nb_id] = Measured(nb_id, path.stem, verdicts_of(nb), seconds_of(nb),
+                              _verdicts_from_record(entry) if entry else None,
+                              entry["seconds"] if entry else None, entry.get("note", "") if entry else "",
+                              entry.get("rule") if entry else None,
+                              entry.get("cold_seconds", entry["seconds"]) if entry else None)
+    return out
+
+
+def recorded_full(notebook: str | None, claim: str, record: Path | None = None) -> str:
+    """The ``full`` verdict of ``claim`` recorded for ``notebook`` in ``docs/full_results.json``, as
+    "SUPPORTED (4 of 4 checks pass)", or "not recorded"; a record from before the notebook's current
+    rule says so ("… under rule v2; no full run under rule v3 yet")."""
+    from .verdict import FAIL, INCONCLUSIVE, NOT_RECORDED
+    if notebook is None:
+        return NOT_RECORDED
+    try:
+        entry = json.loads((FULL_RECORD if record is None else record).read_text())["notebooks"].get(notebook)
+    except (OSError, ValueError):
+        return NOT_RECORDED
+    for v in _verdicts_from_record(entry) if entry else []:
+        if v.claim == claim:
+            counts = f"{v.n_pass} of {v.n_checks} checks pass"
+            rule, now = recorded_rule(entry.get("rule"), notebook), current_rule(notebook)
+            # rules v3 counts all three outcomes, also for checks without an interval (08's row counts)
+            if any(c.low is not None for c in v.checks) or (rule or 0) >= 3:
+                outcomes = [c.outcome for c in v.checks]
+                counts += f", {outcomes.count(FAIL)} fail, {outcomes.count(INCONCLUSIVE)} inconclusive"
+            stale = "" if rule == now else (f" under rule v{rule}" if rule is not None else " under an earlier rule")
+            return f"{v.word} ({counts}){stale}" + (f"; no full run under rule v{now} yet" if stale else "")
+    return NOT_RECORDED
+
+
+def recorded_for(notebook: str, spread: dict | None = None):
+    """What the record says about ``notebook``, for its verdict lines (``verdict.Recorded``): the
+    recorded ``full`` result of each claim, and each check's outcome under the code paths of the
+    spread record (``reproduce.check_outcomes``; ``spread``: that record, read when not given)."""
+    from . import reproduce
+    from .verdict import Recorded, combination_rule
+    return Recorded(full={claim: recorded_full(notebook, claim) for claim in combination_rule()["claims"]},
+                    outcomes=reproduce.check_outcomes(notebook, spread))
+
+
+def current_rule(notebook: str) -> int:
+    """The version of a notebook's verdict rule now: the highest registered (1 when none is)."""
+    from dlgn_lib.verdict import registered_rules
+    return max((r["version"] for r in registered_rules(notebook)), default=1)
+
+
+def recorded_rule(rule: int | None, notebook: str) -> int | None:
+    """The rule a full record entry ran under: its ``rule``, or, for an entry recorded before rules
+    v3 (no version), the notebook's current rule while that is below v3, else None (unknown)."""
+    if rule is not None:
+        return rule
+    now = current_rule(notebook)
+    return now if now < 3 else None
+
+
+def full_is_current(m: Measured) -> bool:
+    """Whether the recorded full run of a notebook ran under its current rule. An entry recorded
+    before rules v3 says no rule version; it is current while the notebook has no v3 rule."""
+    if m.full is None:
+        return False
+    return recorded_rule(m.full_rule, m.notebook) == current_rule(m.notebook)
+
+
+def machine_sensitive(entry: dict) -> set[str]:
+    """The checks of a notebook's full record whose outcome differs between the CPUs and code paths
+    it was run on (the entry and its ``other_machines``): machine-sensitive under rules v4."""
+    outcomes: dict[str, set] = {}
+    for one in [entry, *entry.get("other_machines", [])]:
+        for v in _verdicts_from_record(one):
+            for c in v.checks:
+                outcomes.setdefault(c.name, set()).add(c.outcome)
+    return {name for name, seen in outcomes.items() if len(seen) > 1}
+
+
+def _part_word_across_machines(entry: dict, claim: str, label: str, patterns: list[str]) -> tuple[str, bool] | None:
+    """A part's word in one notebook's full record, read on every machine it was run on: the
+    common word, or INCONCLUSIVE when the machines' words differ, or when they all say DOES NOT
+    HOLD but no check of the part fails on every machine (each fails on other checks). Returns
+    (word, whether the machines disagreed), or None when the entry decides no such part."""
+    from dlgn_lib import parts
+    words = []
+    for one in [entry, *entry.get("other_machines", [])]:
+        found = [p for p in one.get("parts", []) if (p["claim"], p["label"]) == (claim, label)]
+        if not found:
+            return None
+        words.append(found[0]["word"])
+    if len(set(words)) > 1:
+        return parts.INCONCLUSIVE, True
+    if words[0] == parts.DOES_NOT_HOLD and len(words) > 1:
+        failing = None
+        for one in [entry, *entry.get("other_machines", [])]:
+            names = {c.name for v in _verdicts_from_record(one) for c in v.checks if c.outcome == "fail"
+                     and any(fnmatch.fnmatchcase(c.name, p + "*") for p in patterns)}
+            failing = names if failing is None else failing & names
+        if not failing:
+            return parts.INCONCLUSIVE, True
+    return words[0], False
+
+
+def sensitive_parts(claim: str, record: dict) -> set[str]:
+    """The labels of ``claim``'s parts that a notebook's full records on several machines read
+    differently (``_part_word_across_machines``): machine-sensitive, counted INCONCLUSIVE."""
+    from dlgn_lib import parts
+    out = set()
+    for label, part in parts.registered_parts(claim).items():
+        for n in dict.fromkeys(r["notebook"] for r in part["checks"]):
+            entry = record.get("notebooks", {}).get(n) or {}
+            read = _part_word_across_machines(entry, claim, label, _part_patterns(part, n)) if entry else None
+            if read and read[1]:
+                out.add(label)
+    return out
+
+
+def _part_patterns(part: dict, notebook: str) -> list[str]:
+    """The registered check-name patterns of a part in one notebook (both sides of a like-for-like pair)."""
+    return [r[k] for r in part["checks"] if r["notebook"] == notebook for k in ("check", "dlgn", "other") if k in r]
+
+
+def part_words(claim: str, record: dict) -> dict[str, tuple[str, list[str]]]:
+    """Each registered part of ``claim`` (rules v4, ``dl.parts``) under full: label → (its word,
+    the notebooks still without a full record under rules v4 that decide it). A part's word
+    combines the words it has in each notebook's record (``dl.parts.combine``); a part decided by a
+    v3 rule's worst cases (C1, C3: ``decided_by``) is read from those recorded checks. The word is
+    "pending" while a notebook is missing."""
+    from dlgn_lib import parts
+    out = {}
+    for label, part in parts.registered_parts(claim).items():
+        notebooks = list(dict.fromkeys(r["notebook"] for r in part["checks"]))
+        words, undecided, missing = [], False, []
+        for n in notebooks:
+            entry = record.get("notebooks", {}).get(n)
+            if "decided_by" in part and entry:
+                checks = [c for v in _verdicts_from_record(entry) for c in v.checks]
+                mine = [c for r in part["checks"] for c in checks if fnmatch.fnmatchcase(c.name, r["check"] + "*")]
+                outcomes = {c.outcome for c in mine}
+                words.append(parts.HOLDS if outcomes == {"pass"} else parts.DOES_NOT_HOLD if "fail" in outcomes
+                             else parts.INCONCLUSIVE)
+                continue
+            found = [p for p in (entry or {}).get("parts", []) if (p["claim"], p["label"]) == (claim, label)]
+            if not entry or (entry.get("rule") or 0) < 4 or not found:
+                missing.append(n)
+                continue
+            # a part read differently on the machines of the record is machine-sensitive: inconclusive
+            read = _part_word_across_machines(entry, claim, label, _part_patterns(part, n))
+            words.append(read[0] if read else found[0]["word"])
+            undecided |= found[0]["dlgn_undecided"]
+        kind = part.get("kind", "all")
+        if not missing:
+            out[label] = (parts.combine(kind, words, undecided), missing)
+        elif kind == "all" and parts.DOES_NOT_HOLD in words:
+            # a check failing at the correction of the whole part decides it, whatever the rest shows
+            out[label] = (parts.DOES_NOT_HOLD, missing)
+        elif undecided:   # like for like: an undecided DLGN check leaves the part inconclusive, whatever the rest shows
+            out[label] = (parts.INCONCLUSIVE, missing)
+        else:
+            out[label] = ("pending", missing)
+    return out
+
+
+def full_record(path: Path = FULL_RECORD) -> dict:
+    """The ``full`` record (``docs/full_results.json``), or an empty one when there is none."""
+    return json.loads(path.read_text()) if path.exists() else {}

@@ -1,0 +1,54 @@
+"""Each notebook's generated "## Results" cell (``results``): every verdict check with its value
+under ``quick`` and ``full``, fragile checks, and the runtimes; :mod:`dlgn_lib.report` writes it."""
+from __future__ import annotations
+
+from . import full_results, readme_blocks
+
+
+def results_block(m: full_results.Measured, spread: dict | None = None) -> str:
+    """A notebook's results block; a quick check whose pass/fail changed across the CPU code paths of
+    the spread record is marked fragile, with how many code paths passed it."""
+    outcomes = (spread or {}).get("notebooks", {}).get(m.notebook, {}).get("checks", {})
+    lines = []
+    for profile, verdicts in (("quick", m.quick), ("full", m.full)):
+        if verdicts is None:
+            lines.append(f"**`{profile}`**: not recorded.")
+            continue
+        seconds = m.quick_seconds if profile == "quick" else m.full_seconds
+        how = (" with a warm run cache" if profile == "quick"
+               else f" ({full_results.FULL_SETTING}; {m.full_note})" if m.full_note else f" ({full_results.FULL_SETTING})")
+        lines.append(f"**`{profile}`** ran in {readme_blocks.seconds_text(seconds)}{how}.")
+        if profile == "full" and not full_results.full_is_current(m):
+            lines[-1] += (f" It ran under rules v{m.full_rule}" if m.full_rule is not None else
+                          " It ran under the rule before rules v3") + \
+                f"; rules v{full_results.current_rule(m.notebook)} has no `full` run yet."
+        for v in verdicts:
+            seeds = any(c.low is not None for c in v.checks)   # rules v3: checks over seeds with intervals
+            lines += ["", f"{v.claim}: {v.short()}", ""]
+            lines += (["| check | value | 90% interval | threshold | over | |", "|---|---|---|---|---|---|"] if seeds
+                      else ["| check | value | threshold | |", "|---|---|---|---|"])
+            lines += [f"| {readme_blocks.escape(c.name)} | {c.value} | "
+                      + (f"{c.low} to {c.high} | " if seeds and c.low is not None else "— | " if seeds else "")
+                      + f"{c.op} {c.threshold} | " + (f"{readme_blocks.escape(c.over or '—')} | " if seeds else "")
+                      + f"{c.outcome if c.outcome != 'fail' else 'FAIL'}"
+                      f"{_fragile(outcomes.get(c.name, {})) if profile == 'quick' else ''} |" for c in v.checks]
+        if not verdicts:
+            lines.append("No verdict in this notebook.")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def _fragile(outcomes: dict) -> str:
+    outcomes = {k: v for k, v in outcomes.items() if k != "committed"}   # code paths only
+    from dlgn_lib.verdict import outcome_name
+    named = [outcome_name(v) for v in outcomes.values()]
+    if len(set(named)) < 2:
+        return ""
+    return f" (fragile: passes under {named.count('pass')} of {len(named)} CPU code paths)"
+
+
+def results_cell(nb):
+    cells = [c for c in nb.cells if "results" in c.metadata.get("tags", [])]
+    if not cells:
+        raise ValueError("no cell tagged 'results'")
+    return cells[0]
