@@ -70,6 +70,8 @@ from pathlib import Path
 
 from dlgn_lib import verdict
 
+__all__ = ["main"]
+
 RULES_PATH = f"dlgn_lib/{verdict.RULES_FILE.name}"
 FULL_RECORD_PATH = "docs/full_results.json"
 CONFIG_PATH = "dlgn_lib/config.py"
@@ -541,6 +543,7 @@ def summary(findings: list[Finding]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line, ``python -m dlgn_lib.audit`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.audit", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", type=Path, default=Path("."),
                         help="a folder in the git repository to audit (default: the current folder)")

@@ -37,6 +37,8 @@ from .losses import task_loss, task_metric
 from .train import (SPLITS, Run, _batches, evaluation_row, history_and_meta, load_dataset, loss_margin,
                     make_model, make_optimizer, quiet)
 
+__all__ = []
+
 #: Evaluation runs vmapped over the seeds while their activations on all splits (S × N × width
 #: floats) fit in this many bytes, about one core's L2 cache; beyond, a loop over the seeds.
 EVAL_CACHE_BYTES = 1 << 20

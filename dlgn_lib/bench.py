@@ -43,6 +43,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from . import fused, kernels, locations, losses, models, numerics, train
 from .config import DataSpec, ModelSpec, RunConfig
 
+__all__ = ["main"]
+
 #: The committed record of ``--record`` runs (docs/bench.json), read by ``dlgn_lib.report``.
 RECORD = locations.REPO_ROOT / "docs" / "bench.json"
 

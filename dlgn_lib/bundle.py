@@ -40,6 +40,8 @@ from .runs import CacheWriteError
 from . import config as _config
 from .config import PROFILES
 
+__all__ = ["main"]
+
 BUNDLE_FORMAT = 1
 _ENTRY_NAME = re.compile(r"^[0-9a-f]{20}$")
 _MEMBER = re.compile(r"^(bundle\.json|[0-9a-f]{20}|[0-9a-f]{20}/(run\.pt|manifest\.json))$")

@@ -28,6 +28,11 @@ import torch
 from . import kernels, paths
 from .losses import task_loss
 
+__all__ = ["MIN_CELL", "antipodal_distance_floor", "ccw_length", "circle_cells", "epochs_to_fraction_of_initial",
+           "fit_lead", "inside_pieces", "kernel_alignments", "mixture_effects", "neuron_importance",
+           "overlap_metrics", "path_magnitudes", "points", "ratio_above_floor", "region_metrics", "snapshot_table",
+           "steps_effects", "sustained_rise_epoch", "target_arcs", "time_ratio", "uniform_distance"]
+
 TWO_PI = 2.0 * math.pi
 #: Cells shorter than this (radians) are dropped: they arise where two boundaries coincide.
 MIN_CELL = 1e-12

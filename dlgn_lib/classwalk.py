@@ -42,6 +42,8 @@ import nbformat
 
 from . import locations
 
+__all__ = ["main"]
+
 RECORD = locations.REPO_ROOT / "docs" / "class_walk.json"
 #: A run-cache summary line of ``runs.get_or_train_many`` ("24 runs: 20 loaded from the cache, 4 trained …").
 _SUMMARY = re.compile(r"\b(\d+) runs?: (\d+) loaded from the cache, (\d+) trained\b")
@@ -226,6 +228,7 @@ def table(record: dict | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line, ``python -m dlgn_lib.classwalk`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.classwalk", description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", metavar="NN", help="notebook ids (default: the class path, 00 01 03 05)")
     parser.add_argument("--workdir", type=Path, help="an empty or new folder for the caches, bundle, book and slides")

@@ -36,6 +36,9 @@ import pandas as pd
 from scipy.cluster import hierarchy
 from scipy.spatial.distance import squareform
 
+__all__ = ["abs_cosine_matrix", "cluster_counts", "clustered_order", "collapse", "effective_directions",
+           "layer_table"]
+
 #: τ = 0.9 is an angle of about 25.8° between the two lines.
 DEFAULT_THRESHOLD = 0.9
 LINKAGES = ("complete", "average", "single")

@@ -28,6 +28,8 @@ import torch
 
 from . import circle, clusters
 
+__all__ = ["gate_layer_table", "gate_threshold", "gate_vectors", "neuron_switch_angles", "switch_metrics"]
+
 TWO_PI = 2.0 * math.pi
 
 

@@ -19,12 +19,16 @@ import numpy as np
 
 from .models import DEFAULT_CONVENTION, MODEL_KINDS, RUN_KINDS
 
+__all__ = ["CODE_VERSION", "DataSpec", "ModelSpec", "NotebookConfig", "PROFILES", "RunConfig",
+           "fashion_mnist_spec", "for_notebook", "setup"]
+
 #: Bump when a change to models, data or training alters what a given config produces: old cache
 #: entries then stop matching instead of being reused.
 #: 5: a lone seed trains beside a copy of itself (``fused.train_seeds``), so its run equals the
 #: same seed's run in any group.
 CODE_VERSION = "5"
 
+#: The run profiles every notebook takes: quick (the default) and full.
 PROFILES = ("quick", "full")
 OPTIMIZERS = ("adam", "sgd")
 

@@ -38,6 +38,8 @@ from . import locations, runs
 from .config import RunConfig
 from .train import Run
 
+__all__ = []
+
 #: Dask settings of the local cluster's scheduler and workers: no statistical profiler, an event-loop
 #: health check every 500 ms and a system monitor every 5 s. At rest, on a 2-core AMD EPYC (family 23), a
 #: 2-worker cluster with Dask's defaults used 12.1-12.8 % of a core and with these 1.7-1.8 %

@@ -14,6 +14,8 @@ import nbformat
 from . import locations
 from .verdict import EARLIER_MARK
 
+__all__ = []
+
 #: The record of ``full`` runs (``python -m dlgn_lib.report record``), and the note ``series run``
 #: writes beside the executed copies.
 FULL_RECORD = locations.REPO_ROOT / "docs" / "full_results.json"

@@ -19,6 +19,8 @@ import torch
 
 from .losses import task_metric
 
+__all__ = ["Fidelity", "check_run"]
+
 R2_FRACTION = 0.9
 MAX_ACCURACY_GAP = 0.01
 

@@ -15,6 +15,8 @@ from . import locations
 from .executed import (FULL_RECORD, SERIES_NOTE, _notebooks, _record_of, _verdicts_from_record, code_path_of,
                        seconds_of, verdicts_of)
 
+__all__ = ["recorded_for"]
+
 
 NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
 

@@ -46,6 +46,8 @@ from .losses import loss_gradient, task_loss, task_metric
 from .train import (SPLITS, Run, _batches, eval_splits, history_and_meta, load_dataset, loss_margin,
                     make_model, quiet)
 
+__all__ = ["train_seeds"]
+
 #: The kinds this trainer handles: the fully connected ones whose registry entry says ``fused``
 #: (their models are ``DLGN``, ``ReLUNet`` or ``DeepLinearNet``; ``models.KINDS``).
 FUSED_KINDS = tuple(key for key, kind in models.KINDS.items() if kind.fused)

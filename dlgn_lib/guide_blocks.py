@@ -7,6 +7,8 @@ import json
 
 from . import full_results, readme_blocks
 
+__all__ = []
+
 
 def verdicts_by_notebook_table(data: dict[str, full_results.Measured]) -> str:
     """The course guide's table: per notebook with a verdict, its claims' verdicts now under both

@@ -73,6 +73,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+__all__ = ["estimate"]
+
 #: The interval's coverage.
 LEVEL = 0.90
 #: Enumerate every distinct resample when there are at most this many (C(2n - 1, n) multisets of

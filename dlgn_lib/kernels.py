@@ -15,6 +15,8 @@ from typing import Sequence
 
 import torch
 
+__all__ = ["cosine_kernel", "model_overlap_kernel", "overlap_kernel"]
+
 BLOCK_MEMORY_BYTES = 256 * 2**20  # per-block working memory when block_size is not given
 
 

@@ -18,6 +18,10 @@ import os
 import re
 from pathlib import Path
 
+__all__ = ["REPO_ROOT", "UMASK", "build_dir", "display_path", "figures_dir", "find_notebooks", "notebook_id",
+           "runs_dir"]
+
+#: The repository's root folder (the one holding notebooks/, data/ and docs/).
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 #: The process umask, read once at import (reading it means setting it): files the package makes

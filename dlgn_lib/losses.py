@@ -15,6 +15,8 @@ import torch.nn.functional as F
 
 from .data.base import TASKS  # noqa: F401  (the tasks these functions handle)
 
+__all__ = ["task_loss"]
+
 
 def task_loss(output: torch.Tensor, y: torch.Tensor, task: str, margin: float = 1.0) -> torch.Tensor:
     """Mean loss of outputs (…, N, k) against targets (N,): a scalar, or one value per model."""

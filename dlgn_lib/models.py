@@ -42,6 +42,10 @@ from typing import Callable, Mapping, Sequence
 import torch
 from torch import nn
 
+__all__ = ["DLGN", "RUN_KINDS", "VALUE_INPUTS", "build_conv_model", "build_model", "default_device", "kind_color",
+           "kind_name"]
+
+#: What the value network of a gated model sees: a constant input of ones, or the input x.
 VALUE_INPUTS = ("ones", "x")
 GATE_MODES = ("soft", "hard")
 #: Initialisation conventions. "group" (the default): the authors' public code (PyTorch's default

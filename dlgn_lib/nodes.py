@@ -27,6 +27,8 @@ from . import paths
 from .clusters import _as_rows, _check_threshold
 from .models import ReLUNet
 
+__all__ = ["layer_table", "normals_per_layer", "random_baseline"]
+
 #: |cos| at which a unit counts as aligned with a node (the same τ as notebook 07's clustering).
 DEFAULT_THRESHOLD = 0.9
 

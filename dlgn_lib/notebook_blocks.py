@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from . import full_results, readme_blocks
 
+__all__ = []
+
 
 def results_block(m: full_results.Measured, spread: dict | None = None) -> str:
     """A notebook's results block; a quick check whose pass/fail changed across the CPU code paths of

@@ -29,6 +29,9 @@ from __future__ import annotations
 import os
 import sys
 
+__all__ = ["PINNED", "describe", "mode", "pin", "status"]
+
+#: The environment of the pinned code path (the committed outputs' own; set before torch loads).
 PINNED = {
     "ATEN_CPU_CAPABILITY": "default",
     "MKL_CBWR": "COMPATIBLE",

@@ -35,6 +35,7 @@ from typing import Iterable, Mapping, Sequence
 from dlgn_lib import intervals, verdict
 
 HOLDS, DOES_NOT_HOLD, INCONCLUSIVE = "HOLDS", "DOES NOT HOLD", "INCONCLUSIVE"
+#: A claim's word when some of its parts hold and none fails to (rules v4).
 HOLDS_IN_PART = "HOLDS IN PART"
 #: A like-for-like part where the DLGN itself does not show the effect: not counted.
 NOT_SHOWN = "not shown by the DLGN"

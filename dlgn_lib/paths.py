@@ -21,6 +21,12 @@ import torch
 
 from .models import DLGN, DeepLinearNet, GatedNet, ReLUNet
 
+__all__ = ["activation_regions_grid", "box_polygon", "chunk_size", "clip_halfplane", "count_nonempty_regions",
+           "count_regions", "effective_hyperplanes", "gate_pattern_cells_2d", "in_active_path_region",
+           "local_hyperplanes", "path_arc", "path_gate_mean", "path_gates", "path_region_polygon",
+           "path_regions_2d", "path_sum", "path_values", "polygon_area", "region_boundary_angles", "top_paths",
+           "unit_hyperplanes"]
+
 MAX_ENTRIES = 20_000_000  # largest enumerated tensor (160 MB in float64)
 TWO_PI = 2.0 * math.pi
 DEFAULT_BOX = (-1.0, 1.0, -1.0, 1.0)  # (x_min, x_max, y_min, y_max)

@@ -31,6 +31,9 @@ from . import data, locations, models
 from .config import DataSpec, ModelSpec, RunConfig
 from .tables import run_metric, select_on_validation, write_text_atomic
 
+__all__ = ["RELU_GRID", "SEEDS", "all_configs", "choose", "comparison", "configs", "data_spec", "dataset_name",
+           "format_comparison", "save_comparison"]
+
 DATASETS = ("SD-I", "SD-II", "SD-III")
 #: (β, learning rate, hidden widths) per data set and kind, from the group's notebook.
 SETTINGS: dict[str, dict[str, tuple[float, float, tuple[int, ...]]]] = {

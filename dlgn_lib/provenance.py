@@ -10,6 +10,8 @@ from pathlib import Path
 
 from . import locations
 
+__all__ = []
+
 
 def machine() -> dict:
     """What made a record: CPU model and features, the code path, library versions."""

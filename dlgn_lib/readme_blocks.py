@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from . import full_results
 from .executed import Check, Verdict
 
+__all__ = []
+
 
 #: What a reader can move in each notebook (course guide).
 LIVE = {

@@ -40,6 +40,8 @@ import nbformat
 from . import full_results, guide_blocks, locations, notebook_blocks, readme_blocks
 from .executed import FULL_RECORD, _notebooks
 
+__all__ = ["main"]
+
 
 README = locations.REPO_ROOT / "README.md"
 
@@ -155,6 +157,7 @@ def typed_runtimes(notebooks_dir: Path = full_results.NOTEBOOKS_DIR) -> list[str
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line, ``python -m dlgn_lib.report`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.report", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="record the verdicts and runtimes of notebooks executed with PROFILE=full")

@@ -53,6 +53,8 @@ from dlgn_lib import executed, locations, verdict
 from dlgn_lib.plots import FIGURE_FLOOR_RMS, figure_rms  # noqa: F401 (figure_rms: the record tools' name)
 from dlgn_lib.provenance import code_version, machine, machine_label  # noqa: F401 (the record tools' names)
 
+__all__ = ["figure_tolerance", "load_record", "main"]
+
 SPREAD_RECORD = locations.REPO_ROOT / "docs" / "spread.json"
 
 #: A number as the notebooks print it: optional sign (ASCII or Unicode minus), digits with optional
@@ -1052,6 +1054,7 @@ def outputs_in_place(notebooks: Sequence[Path]) -> int:
 # --- the command ---------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line, ``python -m dlgn_lib.reproduce`` (the module's docstring says what it does)."""
     from dlgn_lib.config import PROFILES
     from dlgn_lib.series import _positive_int, check_profile, select_notebooks
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.reproduce", description=__doc__.split("\n")[0])

@@ -54,6 +54,10 @@ from . import __version__, batched, config as _config, fused, locations, models,
 from .config import RunConfig
 from .train import Run, quiet, train
 
+__all__ = ["CacheLocationError", "CacheWriteError", "CorruptEntry", "cached_table", "check_root", "discard",
+           "entry_folders", "entry_lock", "function_name", "get_or_train_many", "make_shareable",
+           "remove_stale_temporaries", "temp_prefix", "tensor_hash", "verify_entry"]
+
 FORMAT = 1
 #: The payload of ``run.pt``: its keys and their types (the layout every entry must have).
 PAYLOAD_LAYOUT = {"format": int, "config": str, "history": dict, "snapshots": dict, "best_state": (dict, type(None)),

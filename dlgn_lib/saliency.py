@@ -29,6 +29,8 @@ import torch
 from . import paths, runs as runs_module
 from .models import GatedNet
 
+__all__ = ["cosine_tables", "saliency_rows", "seed_medians", "summary_table"]
+
 DEFAULT_CHUNK = 128  # inputs per pass: holds (chunk, m, d) gradients of one layer at a time
 
 

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+__all__ = ["agreement", "effect_table", "significant_shares", "summary_table"]
+
 #: Significance level of the map's marks.
 ALPHA = 0.05
 

@@ -52,6 +52,8 @@ from dlgn_lib.config import PROFILES
 from dlgn_lib.verdict import EARLIER_MARK
 from dlgn_lib.locations import REPO_ROOT, build_dir, display_path, find_notebooks, notebook_id  # noqa: F401 (find_notebooks: part of the runner's API)
 
+__all__ = ["main"]
+
 # Kernel name that always means "ipykernel on the interpreter running the series".
 CURRENT_INTERPRETER_KERNEL = "dlgn-halfspace"
 VERDICT_MARK = "SUPPORTED"  # also matches "NOT SUPPORTED"

@@ -30,6 +30,8 @@ import nbformat
 
 from dlgn_lib import locations
 
+__all__ = ["main"]
+
 #: The notebooks of the course guide's 90-minute class, in order.
 CLASS_PATH = ("00", "01", "03", "05")
 #: npm packages the slides load, with the registry's sha1 of each tarball, and what is copied.
@@ -130,6 +132,7 @@ def build(out: Path, only=None) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line, ``python -m dlgn_lib.slides`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.slides", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", nargs="?", choices=("build", "tag"), default="build")
     parser.add_argument("--out", type=Path, default=None, help="folder of the slides (default: build/slides)")

@@ -33,6 +33,8 @@ import nbformat
 
 from . import locations
 
+__all__ = ["main"]
+
 SOLUTIONS = locations.REPO_ROOT / "teaching" / "SOLUTIONS.md"
 NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
 
@@ -262,6 +264,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line, ``python -m dlgn_lib.solutions`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.solutions", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="execute the notebooks with their solution snippets; write the outputs")

@@ -23,6 +23,8 @@ import nbformat
 
 from . import locations
 
+__all__ = ["main"]
+
 NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
 SOLUTIONS = locations.REPO_ROOT / "teaching" / "SOLUTIONS.md"
 #: Solution lines shorter than this are too generic to count as leaked text ("```python").
@@ -108,6 +110,7 @@ def readable_text(path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line, ``python -m dlgn_lib.student`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.student", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="folder to write (replaced whole)")
     args = parser.parse_args(argv)

@@ -18,6 +18,8 @@ import pandas as pd
 
 from . import locations, models
 
+__all__ = ["accuracy_table", "cell", "format_table", "run_metric", "save_table", "select_on_validation"]
+
 STATS = ("mean", "std", "n")
 #: Shortcuts for ``row_key`` / ``col_key``.
 KEYS: dict[str, Callable] = {

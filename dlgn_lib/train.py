@@ -22,6 +22,8 @@ from . import __version__, data, models
 from .config import RunConfig, snapshot_epochs
 from .losses import metric_name, task_loss, task_metric
 
+__all__ = ["Run", "load_dataset", "train"]
+
 SPLITS = ("train", "val", "test")
 EVAL_CHUNK = 8192  # evaluation batch for splits larger than this
 

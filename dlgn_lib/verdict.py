@@ -22,6 +22,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+__all__ = ["EARLIER_MARK", "HISTORY_FILE", "MARKS", "NOT_RECORDED", "PENDING", "RULES_FILE", "Recorded",
+           "SMOKE_MARK", "UndecidedCheck", "bottom_line", "combination_rule", "difference", "exact_check",
+           "format_number", "history", "outcome_name", "registered_rules", "row_count_check", "rules",
+           "seed_check", "undecided_check", "use_record", "verdict"]
+
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
 
@@ -279,6 +284,7 @@ class Recorded:
     outcomes: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
+#: What a SMOKE TEST line says when the record has no full run of the claim.
 NOT_RECORDED = "not recorded"
 _RECORDED = Recorded()
 
@@ -354,6 +360,7 @@ def fragile_lines(outcomes: Mapping[str, Sequence[str]], names) -> list[str]:
     return lines
 
 
+#: The earlier verdicts of every claim, by rule (shown in each notebook's history cell).
 HISTORY_FILE = Path(__file__).with_name("verdict_history.json")
 #: Notebooks of the series that judge no claim: the primer, the benchmark table, the C5 map.
 WITHOUT_VERDICT = ("00", "09", "11")

@@ -23,6 +23,8 @@ from typing import Callable, Sequence
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
+__all__ = ["epoch_slider", "figure_panel"]
+
 #: Most frames a static twin holds (evenly spaced over the epoch control's values, last included).
 TWIN_FRAMES = 10
 #: Resolution and JPEG quality of a twin's frames: the live panel's resolution (its PNGs are 90

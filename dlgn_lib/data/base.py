@@ -18,6 +18,8 @@ import torch
 
 from dlgn_lib import locations
 
+__all__ = []
+
 TASKS = ("binary", "multiclass", "regression")
 
 

@@ -19,6 +19,8 @@ from dlgn_lib import locations
 from .base import Dataset, DatasetNotAvailable, _check_choice, _check_positive_int
 from .prepare import _fashion_dir, _raw_dir, _reachable, _read_prepared
 
+__all__ = []
+
 # --------------------------------------------------------------------------------------------
 # Fashion-MNIST (reconstruction §3): prepared once, then loaded from data_dir()/fashion_mnist
 # --------------------------------------------------------------------------------------------

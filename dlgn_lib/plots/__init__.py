@@ -18,9 +18,11 @@ from types import MappingProxyType
 
 import matplotlib
 
+__all__ = ["FIGURE_FLOOR_RMS", "MODEL_COLORS", "MODEL_NAMES", "figure_rms", "save_figure", "use_figure_tolerance"]
+
 if not os.environ.get("MPLBACKEND") and "ipykernel" not in sys.modules:
     matplotlib.use("Agg")  # headless outside Jupyter; inside a kernel the inline backend stays
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402,F401 (pyplot after the backend is chosen)
 import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 

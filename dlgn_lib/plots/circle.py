@@ -17,6 +17,8 @@ from matplotlib.lines import Line2D
 from .. import circle, data, kernels, paths
 from . import MODEL_COLORS, MODEL_NAMES, heatmap
 
+__all__ = ["epoch_curves"]
+
 TWO_PI = 2.0 * math.pi
 LAYER_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 ARC_COLORS = {"smooth": "#2ca02c", "rough": "#ff7f0e"}

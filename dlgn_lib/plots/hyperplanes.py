@@ -21,6 +21,9 @@ from matplotlib.lines import Line2D
 from .. import clusters
 from . import MODEL_COLORS, MODEL_NAMES, heatmap
 
+__all__ = ["abs_cos_histograms", "abs_cosine_grid", "hyperplane_images", "node_alignment_vs_epoch",
+           "node_cos_heatmaps", "score_vs_depth", "score_vs_epoch", "unit_path_weights"]
+
 COS_CMAP = "magma"  # |cos| in [0, 1]: black (orthogonal) to pale yellow (parallel)
 MAP_CMAP = "RdBu_r"  # hyperplane normals as images: blue negative, red positive
 

@@ -21,6 +21,8 @@ from matplotlib.lines import Line2D
 from .. import paths
 from . import MODEL_COLORS, MODEL_NAMES
 
+__all__ = ["cosine_distributions", "path_region_images", "saliency_grid"]
+
 MAP_CMAP = plt.get_cmap("RdBu_r")
 IMAGE_CMAP = "gray_r"  # Fashion-MNIST: dark garment on a white page
 

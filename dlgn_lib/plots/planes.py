@@ -21,6 +21,8 @@ from .. import models, paths
 from . import MODEL_NAMES
 from .regions import draw_lines
 
+__all__ = ["decision_functions", "hand_dlgn_figure", "hyperplanes_over_function"]
+
 CMAP = "RdBu_r"  # −1 blue, +1 red, as the label colours below
 LABEL_COLORS = ("#2166ac", "#b2182b")  # label −1, label +1
 GATE_LINE_COLOR = "#1b7837"  # gate boundaries over a decision function: dark green on pale red/blue

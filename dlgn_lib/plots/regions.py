@@ -11,6 +11,9 @@ from matplotlib.patches import Patch, Polygon
 
 from .. import paths
 
+__all__ = ["BOX", "layer_hyperplanes", "partition_comparison", "path_regions", "path_value_spectrum"]
+
+#: The plane's window for region plots: (x min, x max, y min, y max).
 BOX = (-2.2, 2.2, -2.2, 2.2)
 LAYER_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 

@@ -18,6 +18,8 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 from .. import models
 
+__all__ = ["dlgn_architecture"]
+
 GATING_COLOR = "#1b7837"   # the gating network (green, as the gate lines over decision functions)
 VALUE_COLOR = "#2166ac"    # the value network
 GATE_COLOR = "#e66101"     # the gates

@@ -17,6 +17,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.patches import Rectangle
 
+__all__ = ["effect_heatmaps"]
+
 
 #: How factor names are shown.
 FACTOR_NAMES = {"beta": "β", "bias": "gate bias", "init": "init", "n_train": "n", "target": "target"}

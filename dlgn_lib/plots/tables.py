@@ -12,6 +12,8 @@ from matplotlib.lines import Line2D
 
 from . import MODEL_COLORS, MODEL_NAMES
 
+__all__ = ["accuracy_points"]
+
 # Seeds with equal accuracies (e.g. 1.000 on circles) stack on one point of a swarm: expected, and
 # seaborn's warning about it (raised when the figure is drawn) would print a machine path.
 warnings.filterwarnings("ignore", message=r".*of the points cannot be placed", category=UserWarning,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib
 
+__all__ = []
+
 #: Study modules, imported on first use.
 STUDIES = ("circle", "clusters", "relu", "table", "planes", "nodes", "sensitivity")
 

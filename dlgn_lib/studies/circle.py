@@ -24,6 +24,15 @@ from .. import circle, config, data, fidelity, runs as runs_module, widgets
 from ..plots import MODEL_NAMES
 from ..plots import circle as circle_plots
 
+__all__ = ["KINDS", "SETTINGS", "STEPS", "alignment_rises", "arc_times", "check_runs", "chosen_epochs",
+           "circle_data", "distance_baselines", "ends_of", "fidelity_grid", "fidelity_summary", "final_fit",
+           "fit_times", "fit_times_text", "frozen_pairs", "frozen_ratio", "frozen_ratio_text", "get_or_train",
+           "init_vs_trained", "jump_lines", "kernel_figure", "kernel_slider", "left_out_lines", "overlap_configs",
+           "overlap_sizes", "per_run", "rise_table", "seed_ratios", "seed_rises", "smooth_configs",
+           "snapshot_tables", "state_figure", "state_slider", "steps_seed_values", "steps_summary", "target_lines",
+           "target_params", "times_table", "with_state"]
+
+#: The three step targets on the circle (05, 06): one, two and three jumps.
 STEPS = ("steps 1", "steps 2", "steps 3")
 TARGETS = STEPS + ("mixture",)
 #: Notebook 05's two settings: model options of the DLGN.
@@ -330,6 +339,7 @@ def frozen_ratio(times: pd.DataFrame, frozen: str = MODEL_NAMES["dlgn_frozen"]) 
 
 
 def frozen_ratio_text(table: pd.DataFrame) -> str:
+    """The frozen-gate ratio table as 05 prints it (losses in scientific notation)."""
     return table.to_string(formatters={"final rough-arc loss": "{:.3e}".format, "frozen-gate / model": "{:.3g}".format})
 
 

@@ -18,13 +18,20 @@ import pandas as pd
 from .. import clusters, config, parts, paths, protocol, verdict
 from ..plots import MODEL_COLORS, MODEL_NAMES
 
+__all__ = ["DATASETS", "KINDS", "PANEL_COLORS", "STATES", "accuracy_table", "checks", "count_table",
+           "deepest_over_training", "layer_summary", "layer_tables", "normals_of", "over_training", "panels",
+           "run_configs", "seed_values", "unit_normals"]
+
+#: The datasets notebook 07 trains on: Fashion-MNIST and the group's SD-I (odt).
 DATASETS = ("fashion_mnist", "odt")
+#: The models notebook 07 compares: the DLGN and its control, the DLGN-SF.
 KINDS = ("dlgn", "dlgn_sf")
 #: Snapshot epoch of each state (None: the last snapshot).
 STATES = {"init": 0, "trained": None}
 #: Panels of the figures: DLGN at init, DLGN trained, DLGN-SF trained (the control).
 PANELS = {"DLGN init": ("dlgn", "init"), "DLGN trained": ("dlgn", "trained"),
           "DLGN-SF trained": ("dlgn_sf", "trained")}
+#: The colour of each panel of 07's figures (init, trained DLGN, trained DLGN-SF).
 PANEL_COLORS = {"DLGN init": "#9ecae1", "DLGN trained": MODEL_COLORS["dlgn"],
                 "DLGN-SF trained": MODEL_COLORS["dlgn_sf"]}
 

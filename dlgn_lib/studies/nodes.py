@@ -15,6 +15,8 @@ import pandas as pd
 
 from .. import nodes, protocol
 
+__all__ = ["KINDS", "checks_v4", "dlgn_panels", "measure_runs", "run_configs", "seed_values"]
+
 #: The models of notebook 10.
 KINDS = ("dlgn", "dlgn_sf", "dlgn_frozen", "relu")
 #: The ReLU net's (widths, learning rate): one point of the protocol's ReLU grid.

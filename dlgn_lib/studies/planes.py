@@ -26,6 +26,9 @@ import torch
 
 from .. import config, paths, runs as runs_module
 
+__all__ = ["bent_share", "dataset_label", "gap_table", "model_spec", "partitions_at", "path_sum_errors",
+           "seed_gaps", "soft_hard_accuracies", "soft_vs_hard", "top_path_regions", "worst_over_seeds"]
+
 # --------------------------------------------------------------------------- 00: soft and hard gates
 
 

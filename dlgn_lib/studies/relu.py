@@ -24,6 +24,10 @@ from ..plots import MODEL_COLORS, MODEL_NAMES
 from . import circle as circle_study
 from . import clusters as clusters_study
 
+__all__ = ["KINDS", "STATES", "boundary_figure", "boundary_slider", "comparison", "gate_tables", "layer_summary",
+           "like_for_like_checks", "measure_table", "odt_configs", "odt_models", "odt_sizes", "row_checks",
+           "undecided_notes"]
+
 #: The two models compared.
 KINDS = ("dlgn", "relu")
 #: Snapshot epochs of the odt states (None: the last).

@@ -27,6 +27,9 @@ import pandas as pd
 from .. import circle, clusters, compare, config, data, protocol, runs as runs_module
 from . import clusters as clusters_study
 
+__all__ = ["C6_EFFECTS", "C6_FACTORS", "C7_EFFECTS", "C7_FACTORS", "EFFECTS", "c6_configs", "c6_effects",
+           "c7_configs", "c7_effects", "effect_tables", "grid_configs", "map_tables", "measure_effects"]
+
 #: The factors of a cell, in the order of its key (after the target kind, before the seed).
 FACTORS = ["n_train", "init", "beta", "bias", "target"]
 #: The effects measured per run, by target kind.

@@ -22,6 +22,10 @@ import pandas as pd
 from .. import config, data, models, tables
 from ..plots import MODEL_NAMES
 
+__all__ = ["CIFAR_ROWS", "COLUMNS", "benchmarks", "caption", "cifar_probe", "column_of", "conv_selection_lines",
+           "conv_sizes_lines", "panels", "provenance", "row_key", "row_labels", "run_configs", "select",
+           "shown_table", "summary_lines", "validation_report"]
+
 #: Fully connected models of the Fashion-MNIST row, in column order.
 FC_KINDS = ("dln", "dlgn_frozen", "dlgn", "dlgn_sf", "relu")
 #: Conv models of the CIFAR rows (shown in the DLGN and ReLU columns).
@@ -29,6 +33,7 @@ CONV_KINDS = ("conv_dlgn", "conv_relu")
 #: Row label -> (data set name, number of classes).
 CIFAR_ROWS = {"CIFAR-10 (conv)": ("cifar10", 10), "CIFAR-100 (conv)": ("cifar100", 100)}
 NOT_AVAILABLE = "not available offline"
+#: The fully connected models' column names of the benchmark table (09).
 COLUMNS = [MODEL_NAMES[kind] for kind in FC_KINDS]
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 from PIL import Image
 
-from dlgn_lib import locations, report
+from dlgn_lib import full_results, locations, readme_blocks
 
 HERE = Path(__file__).resolve().parent
 ROOT = locations.REPO_ROOT
@@ -93,7 +93,7 @@ the notebooks and move every control, install the package (`make lab`).
 Each claim of the paper's abstract, judged by rules fixed before the runs. A claim is SUPPORTED
 at paper scale only when every notebook that judges it says so under the `full` profile.
 
-{report.bottom_lines_table(data)}
+{readme_blocks.bottom_lines_table(data)}
 
 ## By parts (rules v4)
 
@@ -101,11 +101,11 @@ Under rules v4 (registered before their runs) each claim is split into the parts
 part holds only when every check deciding it passes, and a claim's bottom line says how many of
 its parts hold. The table above stays until every notebook of a claim has its v4 `full` run.
 
-{report.parts_table(report.full_record())}
+{readme_blocks.parts_table(full_results.full_record())}
 
 ## Claims and verdicts in detail
 
-{report.claims_table(data)}
+{readme_blocks.claims_table(data)}
 
 ## Notebooks
 
@@ -150,7 +150,7 @@ def stage(source: Path, notebooks: Path = NOTEBOOKS) -> None:
         with Image.open(f) as image:
             image.thumbnail((THUMB_WIDTH, THUMB_WIDTH * 4))
             image.save(source / "_static" / "thumbs" / f.name, optimize=True)
-    (source / "index.md").write_text(front_page(report.measured(Path(notebooks)), figures))
+    (source / "index.md").write_text(front_page(full_results.measured(Path(notebooks)), figures))
 
 
 def build(out: Path, notebooks: Path = NOTEBOOKS) -> Path:
