@@ -68,7 +68,7 @@ data: venv
 
 # The profile is checked before anything is installed or prepared.
 figures: check-profile venv data
-	$(PY) -m dlgn_lib.series run --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
+	$(PY) -m dlgn_lib.record.series run --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
 
 # Two runs, both must pass: the library tests (tests/, every subfolder included), then the
 # committed notebook outputs, compared by tests/nbval_tolerance.py: words exactly, numbers within
@@ -95,40 +95,40 @@ test-notebooks: venv data
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg -n $(NBVAL_WORKERS) --dist loadscope notebooks/
 
 verify: check-profile venv data
-	$(PY) -m dlgn_lib.reproduce verify --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
+	$(PY) -m dlgn_lib.record.reproduce verify --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
 
 spread: venv data
-	$(PY) -m dlgn_lib.reproduce spread $(if $(WORKERS),--workers $(WORKERS)) $(if $(ADD),--add --variants pinned native)
+	$(PY) -m dlgn_lib.record.reproduce spread $(if $(WORKERS),--workers $(WORKERS)) $(if $(ADD),--add --variants pinned native)
 
 # As root (containers, CI machines) JupyterLab refuses to start without --allow-root.
 lab: venv
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 bench: venv
-	$(PY) -m dlgn_lib.bench $(if $(SERIES),--series) $(if $(RECORD),--record)
+	$(PY) -m dlgn_lib.record.bench $(if $(SERIES),--series) $(if $(RECORD),--record)
 
 # The README's tables, the course guide's timing table and each notebook's results block, from the
 # committed notebooks and docs/full_results.json (after re-executing notebooks; `make test` checks).
 report: venv
-	$(PY) -m dlgn_lib.report write
+	$(PY) -m dlgn_lib.record.report write
 
 # Notebooks with outputs and results cleared, exercises kept; solutions stay in teaching/.
 student: venv
-	$(PY) -m dlgn_lib.student $(BUILD_DIR)/student
+	$(PY) -m dlgn_lib.record.student $(BUILD_DIR)/student
 
 # The worked solutions' outputs in teaching/SOLUTIONS.md, regenerated (each notebook, quick, with its
 # snippets appended); ONLY="01 05" for some notebooks. `make test` checks the file against them.
 solutions: venv data
-	$(PY) -m dlgn_lib.solutions run $(if $(ONLY),--only $(ONLY))
+	$(PY) -m dlgn_lib.record.solutions run $(if $(ONLY),--only $(ONLY))
 
 # Sphinx + myst-nb over the committed outputs (docs/book/build.py; sources staged in build/book-src).
 book: venv
 	$(PY) docs/book/build.py $(BUILD_DIR)/book
 
 # The 90-minute class's slides: nbconvert --to slides over the committed notebooks of the class
-# path (dlgn_lib.slides; reveal.js, jQuery, RequireJS and MathJax from verified npm tarballs).
+# path (dlgn_lib.record.slides; reveal.js, jQuery, RequireJS and MathJax from verified npm tarballs).
 slides: venv
-	$(PY) -m dlgn_lib.slides --out $(BUILD_DIR)/slides
+	$(PY) -m dlgn_lib.record.slides --out $(BUILD_DIR)/slides
 
 check-profile:
 	@case "$(PROFILE)" in quick|full) ;; \

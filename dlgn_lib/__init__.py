@@ -59,7 +59,8 @@ def _setup(notebook: str, namespace, *, show: bool = True):
     returned), and what the record says about it handed to the verdict code
     (``dlgn_lib.verdict.use_record``): the package root sits above the record tools and the science,
     so the science reads no record."""
-    from . import config, full_results, plots, reproduce, verdict
+    from . import config, plots, verdict
+    from .record import full_results, reproduce
     cfg = config.setup(notebook, namespace, show=show)
     spread = reproduce.load_record()
     verdict.use_record(full_results.recorded_for(notebook, spread))

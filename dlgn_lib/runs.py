@@ -21,7 +21,7 @@ and ``manifest.json`` (the config, the code version, who made it and the SHA-256
 The analysis cache (:func:`cached_table`, at the end of this module) keeps the tables measured on
 cached runs beside them, so a warm cache does not measure its runs again.
 
-``python -m dlgn_lib.runs export|import`` packs entries into run bundles (``dlgn_lib.bundle``, whose
+``python -m dlgn_lib.runs export|import`` packs entries into run bundles (``dlgn_lib.record.bundle``, whose
 ``main`` the command runs: the record tools sit above the run cache).
 """
 from __future__ import annotations
@@ -585,8 +585,8 @@ def get_or_train_many(configs, *, device=None, progress: bool | None = None, ver
     return [found[c.key()] for c in configs]
 
 
-if __name__ == "__main__":   # the bundle commands live with the record tools (dlgn_lib.bundle)
-    from dlgn_lib.bundle import main
+if __name__ == "__main__":   # the bundle commands live with the record tools (dlgn_lib.record.bundle)
+    from dlgn_lib.record.bundle import main
     sys.exit(main())
 
 

@@ -275,7 +275,7 @@ SMOKE_MARK = "SMOKE TEST"
 @dataclass(frozen=True)
 class Recorded:
     """What the record says about one notebook, handed to the verdict code from above: the record
-    tools build it (``dlgn_lib.report.recorded_for``) and ``dl.setup`` installs it for the notebook
+    tools build it (``dlgn_lib.record.report.recorded_for``) and ``dl.setup`` installs it for the notebook
     it sets up (``use_record``). The verdict code reads no record itself.
 
     ``full``: claim → its recorded ``full`` result, as "SUPPORTED (4 of 4 checks pass)";
@@ -397,7 +397,7 @@ _RULE_KEYS = {"notebook", "claim", "version", "registered", "status", "statement
               "settings", "seeds", "targets", "replaces", "why"}
 #: ``amended``: a correction of what a rule's settings say, made after it (what the runs did);
 #: ``profiles`` and ``files`` (rules v4): the settings per profile as the config states them, and the
-#: files its registration commit carries (``dlgn_lib.audit``).
+#: files its registration commit carries (``dlgn_lib.record.audit``).
 _OPTIONAL_RULE_KEYS = {"amended", "profiles", "files"}
 RULE_STATUSES = ("registered", "measured", "retired")
 

@@ -2,7 +2,7 @@
 
 nbval executes each committed notebook and compares every cell's text outputs with the stored
 ones. This plugin keeps nbval's execution, sanitizing and reporting and replaces its final string
-equality by :func:`dlgn_lib.reproduce.compare_groups`: every word (verdict lines, ``[pass]`` /
+equality by :func:`dlgn_lib.record.reproduce.compare_groups`: every word (verdict lines, ``[pass]`` /
 ``[FAIL]``) must be equal, and every number must lie within the tolerance that
 ``docs/spread.json`` gives it (reconstruction §7). Nothing is masked: a number outside its
 tolerance fails the cell with the number, the line it is on and the allowed difference.
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from nbval import plugin as nbval_plugin
 
-from dlgn_lib import locations, reproduce
+from dlgn_lib import locations
+
+from dlgn_lib.record import reproduce
 
 _RECORD = reproduce.load_record()
 

@@ -9,7 +9,7 @@
                     before any training or cache read
 ``verdict``         (notebooks with a verdict) code: ``dl.verdict.verdict(...)``
 ``exercises``       markdown: ``## Exercises``
-``results``         markdown: ``## Results``, its numbers generated (``python -m dlgn_lib.report``)
+``results``         markdown: ``## Results``, its numbers generated (``python -m dlgn_lib.record.report``)
 ``history``         markdown ``## History of the verdicts`` and, last, code ``dl.verdict.history("NN")``
 
 Untagged cells (data, runs, figures, sliders) sit between ``setup`` and ``exercises``. A notebook

@@ -1,4 +1,4 @@
-"""The pre-registration audit (dlgn_lib.audit): planted histories in a throw-away git repository,
+"""The pre-registration audit (dlgn_lib.record.audit): planted histories in a throw-away git repository,
 then the project's own history."""
 import ast
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dlgn_lib import audit
+from dlgn_lib.record import audit
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -361,7 +361,7 @@ def _full_history() -> bool:
 
 @pytest.mark.skipif(not _full_history(), reason="needs the repository's full git history")
 def test_the_projects_rules_were_each_registered_before_their_results():
-    done = subprocess.run([sys.executable, "-m", "dlgn_lib.audit", "--repo", str(ROOT)], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "dlgn_lib.record.audit", "--repo", str(ROOT)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode in (0, 1), done.stderr
     lines = done.stdout.splitlines()

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from dlgn_lib import bench
+from dlgn_lib.record import bench
 
 CHEAP_ROWS = ("SD-I protocol (DLGN 6-6, batch 20, val every epoch), one seed, passes 1-2: plain loop / package",
               "(same), one seed, a whole run of 3 passes: plain loop / package",
@@ -51,7 +51,7 @@ def test_row_judges_its_target_on_the_median():
     assert "≤ 1.6×" in table and "[1× – 9×]" in table and "(1 run)" in table
 
 
-HEAD = ["dlgn-halfspace benchmarks (reconstruction §6): python -m dlgn_lib.bench --record",
+HEAD = ["dlgn-halfspace benchmarks (reconstruction §6): python -m dlgn_lib.record.bench --record",
         "torch 2.x, device cpu", "mode default: 5 repeat(s)"]
 
 
@@ -70,7 +70,7 @@ def test_record_replaces_measured_rows_and_keeps_the_others_with_their_run(tmp_p
     assert ab.values == (5.0, 6.0, 7.0) and runs[ab_run]["date"] == "2026-02-02"
     assert series.values == (300.0,) and runs[series_run]["date"] == "2026-01-01"
     assert runs[series_run]["reference"] == ["matmul 100 GFLOP/s"] and len(runs) == 2
-    assert record["runs"][ab_run]["command"] == "python -m dlgn_lib.bench --record"
+    assert record["runs"][ab_run]["command"] == "python -m dlgn_lib.record.bench --record"
     # a run that measures everything leaves one run in the record
     bench.record_rows(first[:2], [], HEAD, path, date="2026-03-03")
     assert len(bench.load_record(path)[1]) == 1
@@ -82,7 +82,7 @@ def test_record_replaces_measured_rows_and_keeps_the_others_with_their_run(tmp_p
 
 
 def test_readme_table_is_the_record(tmp_path):
-    from dlgn_lib import readme_blocks
+    from dlgn_lib.record import readme_blocks
     path = tmp_path / "bench.json"
     bench.record_rows([bench.Row("x | y", (1.25, 1.5, 2.0), ("<=", 1.6)), bench.Row("none", (0.4,))],
                       ["ref line"], HEAD, path, date="2026-01-01")

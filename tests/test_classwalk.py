@@ -1,4 +1,4 @@
-"""dlgn_lib.classwalk: the class path's walk counts loads and trainings right, notices a cache that
+"""dlgn_lib.record.classwalk: the class path's walk counts loads and trainings right, notices a cache that
 changed, refuses to start on a used folder, and its record is what the course guide shows."""
 import json
 import os
@@ -6,7 +6,7 @@ import os
 import nbformat
 import pytest
 
-from dlgn_lib import classwalk, report
+from dlgn_lib.record import classwalk, report
 
 
 def _notebook(*texts):

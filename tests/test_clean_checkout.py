@@ -8,7 +8,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from dlgn_lib import locations
-from dlgn_lib.series import CURRENT_INTERPRETER_KERNEL, _KernelManager
+from dlgn_lib.record.series import CURRENT_INTERPRETER_KERNEL, _KernelManager
 from fingerprint import tree
 
 REPO = locations.REPO_ROOT

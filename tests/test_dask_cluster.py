@@ -21,7 +21,9 @@ import torch
 from distributed import LocalCluster, get_task_stream
 from nbformat.v4 import new_code_cell, new_notebook
 
-from dlgn_lib import dask_cluster as cluster, locations, runs, series
+from dlgn_lib import locations, runs
+
+from dlgn_lib.record import dask_cluster as cluster, series
 from dlgn_lib import config as C
 
 # Helpers below run on the workers; send them by value, whatever name pytest imported this file as.

@@ -22,7 +22,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
 
-from dlgn_lib import bundle, locations, runs  # noqa: E402
+from dlgn_lib import locations, runs  # noqa: E402
+
+from dlgn_lib.record import bundle
 from dlgn_lib import config as C  # noqa: E402
 from dlgn_lib.plots import FigureWriteError, save_figure  # noqa: E402
 from fingerprint import tree  # noqa: E402
@@ -227,7 +229,7 @@ def test_ctrl_c_during_a_series_run_prints_what_finished_and_exits_130(tmp_path)
                     nbformat.v4.new_code_cell(code)]
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         nbformat.write(nb, folder / name)
-    child = subprocess.Popen([sys.executable, "-m", "dlgn_lib.series", "run", "--notebooks", str(folder),
+    child = subprocess.Popen([sys.executable, "-m", "dlgn_lib.record.series", "run", "--notebooks", str(folder),
                               "--workers", "2", "--output", str(tmp_path / "out")], cwd=REPO,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env={**os.environ, "DLGN_BUILD_DIR": str(tmp_path / "build"), "DLGN_HEARTBEAT_S": "1"})
@@ -354,7 +356,7 @@ def test_a_refused_pickle_says_the_entry_is_retrained_and_gives_no_unsafe_advice
 
 
 def test_dask_scratch_space_is_under_the_build_folder(tmp_path):
-    from dlgn_lib import dask_cluster as cluster
+    from dlgn_lib.record import dask_cluster as cluster
     assert cluster.local_cluster_options(1)["local_directory"] == str(tmp_path / "build" / "dask-scratch")
 
 

@@ -16,9 +16,7 @@ SCIENCE = {"batched", "circle", "clusters", "compare", "config", "data", "fideli
            "locations", "losses", "models", "nodes", "numerics", "parts", "paths", "protocol", "runs",
            "saliency", "sensitivity", "tables", "train", "verdict"}
 PRESENTATION = {"plots", "studies", "widgets"}
-RECORD = {"audit", "bench", "bundle", "classwalk", "dask_cluster", "executed", "full_results", "guide_blocks",
-          "notebook_blocks", "provenance", "readme_blocks", "report", "reproduce", "series", "slides", "solutions",
-          "student"}
+RECORD = {"record"}   # dlgn_lib/record/: every record tool
 LAYERS = {**{m: 0 for m in SCIENCE}, **{m: 1 for m in PRESENTATION}, **{m: 2 for m in RECORD}}
 NAMES = ("science", "presentation", "record tools")
 

@@ -1,5 +1,5 @@
 """The pinned numeric code path (dlgn_lib.numerics), figures that are rewritten only when they
-change (dlgn_lib.plots.save_figure), and make verify's comparison (dlgn_lib.reproduce)."""
+change (dlgn_lib.plots.save_figure), and make verify's comparison (dlgn_lib.record.reproduce)."""
 from __future__ import annotations
 
 import hashlib
@@ -17,7 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
 
-from dlgn_lib import executed, locations, numerics, reproduce  # noqa: E402
+from dlgn_lib import locations, numerics  # noqa: E402
+
+from dlgn_lib.record import executed, reproduce
 from dlgn_lib.plots import save_figure  # noqa: E402
 
 REPO = locations.REPO_ROOT

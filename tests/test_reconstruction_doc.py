@@ -71,7 +71,7 @@ def test_every_dl_name_it_cites_exists():
         obj = dlgn_lib
         for part in name.split(".")[1:]:
             if not hasattr(obj, part) and inspect.ismodule(obj):
-                try:   # a module the package does not import itself (dlgn_lib.series)
+                try:   # a module the package does not import itself (dlgn_lib.record.series)
                     importlib.import_module(f"{obj.__name__}.{part}")
                 except ModuleNotFoundError:
                     pass

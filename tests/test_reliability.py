@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from dlgn_lib import bundle, locations, runs
+from dlgn_lib import locations, runs
+
+from dlgn_lib.record import bundle
 from dlgn_lib import config as C
 from fingerprint import tree
 

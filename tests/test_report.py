@@ -6,7 +6,9 @@ import json
 import nbformat
 import pytest
 
-from dlgn_lib import executed as executed_module, full_results, guide_blocks, readme_blocks, report, verdict
+from dlgn_lib import verdict
+
+from dlgn_lib.record import executed as executed_module, full_results, guide_blocks, readme_blocks, report
 
 
 def executed(*printed: str, **metadata):
@@ -135,8 +137,8 @@ def test_a_block_is_replaced_between_its_markers_only():
 
 def test_the_readme_course_guide_and_results_cells_agree_with_the_committed_outputs():
     """Fails when a notebook was re-executed (or the full record refreshed) without
-    `python -m dlgn_lib.report write`, or when someone edited a generated number by hand."""
-    assert report.stale() == [], "run: python -m dlgn_lib.report write"
+    `python -m dlgn_lib.record.report write`, or when someone edited a generated number by hand."""
+    assert report.stale() == [], "run: python -m dlgn_lib.record.report write"
 
 
 def test_every_claim_and_notebook_is_in_the_generated_tables():

@@ -1,4 +1,4 @@
-"""Numbers, skeletons and tolerances (dlgn_lib.reproduce), checked against hand-worked cases and
+"""Numbers, skeletons and tolerances (dlgn_lib.record.reproduce), checked against hand-worked cases and
 against nbval's own stream handling; the nbval plugin on a real kernel."""
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dlgn_lib import locations, reproduce
+from dlgn_lib import locations
+
+from dlgn_lib.record import reproduce
 
 REPO = locations.REPO_ROOT
 
@@ -244,7 +246,8 @@ def test_the_lines_that_follow_from_a_record_are_those_the_record_gives_now():
     because they follow from docs/spread.json and docs/full_results.json; here they are compared
     with what those records give now, in every committed notebook."""
     import re
-    from dlgn_lib import executed, full_results, verdict
+    from dlgn_lib import verdict
+    from dlgn_lib.record import executed, full_results
     patterns = reproduce.sanitize_patterns()
     assert any("full_results" in regex for regex, _ in patterns) and any("fragile" in regex for regex, _ in patterns)
     smoke = re.compile(r"^SMOKE TEST (\S+) \[quick\] \(quick cannot decide \S+: (.*); the full result in ")
@@ -257,7 +260,7 @@ def test_the_lines_that_follow_from_a_record_are_those_the_record_gives_now():
         assert [ln for ln in lines if ln.startswith(verdict.FRAGILE_MARK)] == expected_fragile, nb_id
         for line in lines:
             if m := smoke.match(line):
-                assert line == verdict.smoke_line(m[1], m[2], full_results.recorded_full(nb_id, m[1])), f"{nb_id}: run python -m dlgn_lib.reproduce outputs --only {nb_id}"
+                assert line == verdict.smoke_line(m[1], m[2], full_results.recorded_full(nb_id, m[1])), f"{nb_id}: run python -m dlgn_lib.record.reproduce outputs --only {nb_id}"
 
 
 def test_a_machine_is_listed_once_with_the_notebooks_it_measured():
@@ -316,7 +319,7 @@ def test_outputs_no_recorded_code_path_printed_leave_the_record_and_say_to_measu
     old = "score 0.594 [pass] k\n"
     record = _record({"committed": old, "pinned": old, "native": "score 0.601 [pass] k\n"}, "A")
     with pytest.raises(ValueError, match=r"prints 0\.7, which no recorded code path printed; "
-                                         r"run python -m dlgn_lib.reproduce spread --only 07"):
+                                         r"run python -m dlgn_lib.record.reproduce spread --only 07"):
         reproduce.rebase_committed(record, "07", _outputs(old), _outputs("score 0.7 [pass] k\n"))
     with pytest.raises(ValueError, match="its words changed"):     # a flip no code path showed
         reproduce.rebase_committed(record, "07", _outputs(old), _outputs("score 0.594 [FAIL] k\n"))

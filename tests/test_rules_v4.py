@@ -208,7 +208,7 @@ def test_a_true_part_at_its_bars_rarely_reads_does_not_hold():
 
 
 def test_a_check_whose_outcome_moves_in_the_spread_record_is_machine_sensitive():
-    from dlgn_lib import reproduce
+    from dlgn_lib.record import reproduce
     record = {"notebooks": {"07": {"checks": {
         "odt: DLGN effective directions of layer 6, trained": {"committed": "pass", "pinned @ A": "pass", "native @ B": "inconclusive"},
         "odt: DLGN extra growth Δ of the score, layer 1 → 6": {"committed": "pass", "pinned @ A": "pass", "native @ B": "pass"},
@@ -311,7 +311,7 @@ def test_words_combined_across_notebooks_equal_the_part_read_on_all_its_checks_a
 
 def test_the_readme_reads_each_claim_by_parts_from_the_full_records_of_its_notebooks():
     import nbformat
-    from dlgn_lib import executed, full_results, readme_blocks
+    from dlgn_lib.record import executed, full_results, readme_blocks
     # a planted executed 07 under full: its part lines as dl.parts.show prints them
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output(
@@ -355,7 +355,7 @@ def test_the_readme_reads_each_claim_by_parts_from_the_full_records_of_its_noteb
      {"e": ("INCONCLUSIVE", ["08"]), "c": ("pending", ["08"])}),
 ])
 def test_a_part_decided_in_one_notebook_is_read_before_the_others_ran(claim, notebook, local, expected):
-    from dlgn_lib import full_results, readme_blocks
+    from dlgn_lib.record import full_results, readme_blocks
     record = {"notebooks": {notebook: {"rule": 4, "verdicts": [], "parts": [
         {"claim": claim, "label": label, "word": word, "dlgn_undecided": undecided} for label, word, undecided in local]}}}
     words = full_results.part_words(claim, record)
@@ -382,7 +382,7 @@ _C6 = {"g_f": "fashion_mnist: DLGN extra growth Δ of the score, layer 1 → 6",
 
 
 def test_a_part_read_differently_by_the_full_records_of_two_cpus_is_machine_sensitive_and_inconclusive():
-    from dlgn_lib import full_results, readme_blocks
+    from dlgn_lib.record import full_results, readme_blocks
     one = _entry({"a": "HOLDS", "b": "DOES NOT HOLD"},
                  {_C6["g_f"]: "pass", _C6["g_o"]: "pass", _C6["n_f"]: "fail", _C6["n_o"]: "pass"})
     record = {"notebooks": {"07": one}}
@@ -410,7 +410,7 @@ def test_a_part_read_differently_by_the_full_records_of_two_cpus_is_machine_sens
 
 def test_another_machines_full_run_is_kept_beside_the_record_and_must_be_of_the_same_rule(tmp_path, monkeypatch):
     import nbformat
-    from dlgn_lib import full_results, provenance
+    from dlgn_lib.record import full_results, provenance
     monkeypatch.setattr(provenance, "code_version", lambda: "abc1234")
     folder = tmp_path / "run"
     folder.mkdir()

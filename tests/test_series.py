@@ -12,7 +12,7 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from jupyter_client.utils import run_sync
 
-from dlgn_lib import series
+from dlgn_lib.record import series
 
 
 def write_notebook(path: Path, *sources: str, parameters: str | None = None) -> Path:
@@ -108,7 +108,7 @@ def test_a_series_run_notes_its_wall_time_workers_and_whether_the_run_cache_was_
     monkeypatch.setenv("DLGN_NUMERICS", "native")
     assert series.main(["run", "--notebooks", str(notebooks), "--profile", "full", "--workers", "1"]) == 1
     note = json.loads((build / "notebooks" / series.SERIES_NOTE).read_text())
-    from dlgn_lib import reproduce
+    from dlgn_lib.record import reproduce
     assert (note["profile"], note["workers"], note["runs_cache_empty_at_start"], note["numerics"], note["cpu"]) == \
         ("full", 1, True, "native", reproduce.machine_label())
     assert {name: n["status"] for name, n in note["notebooks"].items()} == \
@@ -279,7 +279,7 @@ def test_full_expected_times_take_an_entrys_cold_time_where_it_has_one(tmp_path,
     # A notebook recorded from runs trained beforehand ran in seconds; its `cold_seconds` (runs
     # trained from an empty cache) is what a cold series waits for, so it must decide the order.
     import json
-    from dlgn_lib import executed
+    from dlgn_lib.record import executed
     record = tmp_path / "full_results.json"
     record.write_text(json.dumps({"notebooks": {
         "01": {"seconds": 100}, "02": {"seconds": 9, "cold_seconds": 5000}, "03": {"seconds": 50}}}))

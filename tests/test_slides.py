@@ -1,9 +1,9 @@
-"""Slide metadata of the class path (dlgn_lib.slides): written by rule, and current."""
+"""Slide metadata of the class path (dlgn_lib.record.slides): written by rule, and current."""
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from dlgn_lib import slides
+from dlgn_lib.record import slides
 
 
 def test_the_rule_starts_slides_at_the_title_sections_and_verdict_and_skips_the_plumbing():
@@ -27,12 +27,12 @@ def test_the_rule_starts_slides_at_the_title_sections_and_verdict_and_skips_the_
 
 
 def test_the_committed_class_notebooks_carry_the_rule_s_slide_metadata():
-    """Fails when a notebook of the class path changed without `python -m dlgn_lib.slides tag`."""
+    """Fails when a notebook of the class path changed without `python -m dlgn_lib.record.slides tag`."""
     for path in slides.class_notebooks():
         nb = nbformat.read(path, as_version=4)
         stale = [k for k, c in enumerate(nb.cells)
                  if c.metadata.get("slideshow", {}).get("slide_type") != slides.slide_type(c, k)]
-        assert stale == [], f"{path.name}: cells {stale}; run: python -m dlgn_lib.slides tag"
+        assert stale == [], f"{path.name}: cells {stale}; run: python -m dlgn_lib.record.slides tag"
 
 
 def test_a_notebook_outside_the_class_path_is_refused_by_name():

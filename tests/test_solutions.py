@@ -1,7 +1,7 @@
 """teaching/SOLUTIONS.md: every snippet's output is generated, and the prose quotes only what was printed."""
 import pytest
 
-from dlgn_lib import reproduce, solutions
+from dlgn_lib.record import reproduce, solutions
 
 TEXT = """# Solutions
 

@@ -2,7 +2,9 @@
 import nbformat
 import pytest
 
-from dlgn_lib import locations, student
+from dlgn_lib import locations
+
+from dlgn_lib.record import student
 
 
 @pytest.fixture(scope="module")

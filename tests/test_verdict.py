@@ -95,7 +95,7 @@ def test_a_claims_bottom_line_follows_the_registered_combination():
 
 def test_the_report_reads_v3_lines_back():
     import nbformat
-    from dlgn_lib import executed
+    from dlgn_lib.record import executed
     checks = [V.seed_check("gain", [0.31, 0.29, 0.35], ">=", 0.1), V.seed_check("other", [0.0, 0.2, 0.1], ">=", 0.1)]
     text = V.evaluate("C9", checks, "quick").text() + "\n"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=[
@@ -178,7 +178,7 @@ def test_a_malformed_rule_is_an_error_naming_it(tmp_path, monkeypatch):
 
 
 def test_verify_reports_whether_quick_and_full_intervals_overlap():
-    from dlgn_lib import executed, reproduce
+    from dlgn_lib.record import executed, reproduce
     quick = [V.seed_check("share", [0.50, 0.52, 0.48, 0.55, 0.51], ">=", 0.2),
              V.seed_check("rise", [0.16, 0.17, 0.15, 0.17, 0.16], ">=", 0.1),
              V.check("old-style", 1.0, ">=", 0.5)]
@@ -199,7 +199,7 @@ def test_verify_reports_whether_quick_and_full_intervals_overlap():
 
 def test_a_smoke_line_names_the_rule_an_older_full_record_ran_under(tmp_path, monkeypatch):
     import json
-    from dlgn_lib import full_results
+    from dlgn_lib.record import full_results
     checks = [{"name": "a", "op": ">=", "threshold": "0.1", "value": "0.2", "passed": True},
               {"name": "b", "op": ">=", "threshold": "0.1", "value": "0.0", "passed": False}]
     entry = {"verdicts": [{"claim": "C5", "profile": "full", "n_checks": 2, "n_pass": 1, "supported": False,

@@ -6,7 +6,7 @@ Nothing is executed: the book shows the notebooks as committed (quick profile), 
 static twin (dlgn_lib.widgets). The sources are staged in ``OUT-src/`` beside ``OUT``: conf.py and
 _static/ from this folder, copies of notebooks/*.ipynb without their saved widget state (the twins
 replace it), a thumbnail and a full copy of each figures/*.png, and the front page, index.md,
-generated here: the bottom line per claim and the claims table (dlgn_lib.report; its links, notebooks/NAME.ipynb, name the
+generated here: the bottom line per claim and the claims table (dlgn_lib.record.report; its links, notebooks/NAME.ipynb, name the
 staged notebooks, which MyST turns into links to their pages), the notebooks' table of contents,
 the figure gallery by notebook and the paper's citation (README, "How to cite"). Then ``sphinx-build -b html`` writes ``OUT/index.html``. See conf.py for why Sphinx
 with myst-nb rather than Jupyter Book.
@@ -25,7 +25,9 @@ from pathlib import Path
 import nbformat
 from PIL import Image
 
-from dlgn_lib import full_results, locations, readme_blocks
+from dlgn_lib import locations
+
+from dlgn_lib.record import full_results, readme_blocks
 
 HERE = Path(__file__).resolve().parent
 ROOT = locations.REPO_ROOT

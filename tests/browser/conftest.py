@@ -11,7 +11,9 @@ import psutil
 import pytest
 from playwright.sync_api import sync_playwright
 
-from dlgn_lib import locations, series
+from dlgn_lib import locations
+
+from dlgn_lib.record import series
 from lab_session import CHROMIUM_ARGS, LabPage, LabServer, chromium_executable, prepare_notebook, write_lab_settings
 
 

@@ -1,5 +1,5 @@
 """The 90-minute class's slides (``make slides``) in a real browser: system Chromium through
-Playwright. Built by ``dlgn_lib.slides`` into a throwaway folder and served from 127.0.0.1; every
+Playwright. Built by ``dlgn_lib.record.slides`` into a throwaway folder and served from 127.0.0.1; every
 deck must load without a console error or a request outside the folder (reveal.js, jQuery,
 RequireJS and MathJax are copied beside the slides), start reveal.js, move to the next slide on
 the arrow key, and show the notebook's figures, its verdict lines and typeset formulas.
@@ -13,7 +13,9 @@ import threading
 import pytest
 from playwright.sync_api import sync_playwright
 
-from dlgn_lib import locations, slides
+from dlgn_lib import locations
+
+from dlgn_lib.record import slides
 from lab_session import CHROMIUM_ARGS
 
 

@@ -1,11 +1,11 @@
 """Run the notebook series headlessly and summarise each notebook's verdict (reconstruction §4, §5).
 
-    python -m dlgn_lib.series run [--profile quick|full] [--only 05 07 ...] [--kernel NAME]
+    python -m dlgn_lib.record.series run [--profile quick|full] [--only 05 07 ...] [--kernel NAME]
                                   [--workers N | --scheduler ADDRESS] [--output DIR]
 
 Each ``notebooks/NN_*.ipynb`` is executed by papermill with ``PROFILE`` injected into its
 ``parameters`` cell, in the notebooks folder, into ``build/notebooks/``. The executions are tasks
-of a Dask cluster (:mod:`dlgn_lib.dask_cluster`), so notebooks run side by side: by default a local
+of a Dask cluster (:mod:`dlgn_lib.record.dask_cluster`), so notebooks run side by side: by default a local
 cluster on 127.0.0.1 with one single-threaded worker process per core (no more than there are
 notebooks to run); ``--workers N`` sets the count, ``--scheduler tcp://HOST:8786`` uses an
 existing cluster instead, whose workers must see the repository at the same path and share the
@@ -13,7 +13,7 @@ run cache (``DLGN_RUNS_DIR``). Each notebook's kernel is a process of its own, u
 thread (``DLGN_NUM_THREADS``, default 1); notebooks that need the same run wait for each other on
 the run cache's lock and then load it.
 
-``python -m dlgn_lib.reproduce spread|verify`` (:mod:`dlgn_lib.reproduce`) run the same runner under
+``python -m dlgn_lib.record.reproduce spread|verify`` (:mod:`dlgn_lib.record.reproduce`) run the same runner under
 other CPU code paths or into ``build/verify`` and compare the outputs with the record
 (reconstruction §7).
 
@@ -47,7 +47,7 @@ from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
-from dlgn_lib import dask_cluster as cluster
+from dlgn_lib.record import dask_cluster as cluster
 from dlgn_lib.config import PROFILES
 from dlgn_lib.verdict import EARLIER_MARK
 from dlgn_lib.locations import REPO_ROOT, build_dir, display_path, find_notebooks, notebook_id  # noqa: F401 (find_notebooks: part of the runner's API)
@@ -274,7 +274,7 @@ def expected_seconds(notebooks: Sequence[Path], profile: str) -> dict[str, float
     ``docs/full_results.json`` (full: an entry's ``cold_seconds`` where it has one, the time with
     its runs trained from an empty cache, which a notebook recorded from runs trained beforehand
     states beside its ``seconds``); notebooks without one are left out."""
-    from dlgn_lib import executed
+    from dlgn_lib.record import executed
     out = {}
     if profile == "full":
         record = executed.FULL_RECORD
@@ -460,7 +460,7 @@ def run_series(
 
 
 #: What ``series run`` writes beside the executed copies: how the whole run went.
-from dlgn_lib.executed import SERIES_NOTE  # noqa: E402 (the note this runner writes)
+from dlgn_lib.record.executed import SERIES_NOTE  # noqa: E402 (the note this runner writes)
 
 
 def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: str, kernel_name: str,
@@ -470,7 +470,7 @@ def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: 
     start, the CPU, code path and code version, and each notebook's status and time (what
     ``report record`` reads to record a cold series). An interrupted run writes none."""
     from dlgn_lib import locations, numerics
-    from dlgn_lib.provenance import code_version, machine_label
+    from dlgn_lib.record.provenance import code_version, machine_label
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / SERIES_NOTE).unlink(missing_ok=True)   # a note of an earlier run here is not this run's
     runs = locations.runs_dir()
@@ -559,7 +559,7 @@ def _positive_int(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.series", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.series", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="execute the notebooks and print a summary")
     run.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default: quick)")
@@ -605,7 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rerun = (" --only " + " ".join(n[:2] for n in unfinished)) if unfinished else ""
         print(f"interrupted: {len(finished)} notebooks finished"
               + (f", not finished: {', '.join(unfinished)}" if unfinished else "")
-              + f"; to run the rest: python -m dlgn_lib.series run --profile {args.profile}{rerun}", file=sys.stderr)
+              + f"; to run the rest: python -m dlgn_lib.record.series run --profile {args.profile}{rerun}", file=sys.stderr)
         return 130
     print(format_summary(results))
     return 0 if all(r.ok for r in results) else 1
@@ -613,7 +613,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     # Run the imported module's main, not this __main__ copy's: the functions sent to Dask
-    # workers must be importable there as dlgn_lib.series.*.
-    from dlgn_lib.series import main as _main
+    # workers must be importable there as dlgn_lib.record.series.*.
+    from dlgn_lib.record.series import main as _main
 
     sys.exit(_main())

@@ -5,16 +5,16 @@ Three kinds of text are written here, each between markers ``<!-- report:NAME --
 
 - the README's opening table of bottom lines (``bottom``), its claims table (``claims``),
   history (``history``), runtime table (``times``), spread table (``spread``) and benchmark
-  table (``bench``, from ``docs/bench.json``, written by ``python -m dlgn_lib.bench --record``);
+  table (``bench``, from ``docs/bench.json``, written by ``python -m dlgn_lib.record.bench --record``);
 - the course guide's timing table (``times``, ``teaching/course_guide.md``) and its table of the
   class path's walk (``classwalk``, from ``docs/class_walk.json``, written by
-  ``python -m dlgn_lib.classwalk --record``);
+  ``python -m dlgn_lib.record.classwalk --record``);
 - each notebook's "## Results" cell (``results``): every verdict check with its value under
   ``quick`` and ``full``, and the runtimes.
 
-Each kind is built by a module of its own: :mod:`dlgn_lib.readme_blocks` (README, and the
-reconstruction document's tolerance table), :mod:`dlgn_lib.guide_blocks` (the course guide) and
-:mod:`dlgn_lib.notebook_blocks` (the notebooks), from the record :mod:`dlgn_lib.full_results`
+Each kind is built by a module of its own: :mod:`dlgn_lib.record.readme_blocks` (README, and the
+reconstruction document's tolerance table), :mod:`dlgn_lib.record.guide_blocks` (the course guide) and
+:mod:`dlgn_lib.record.notebook_blocks` (the notebooks), from the record :mod:`dlgn_lib.record.full_results`
 reads and writes; this module puts them in place and holds the command.
 
 ``quick`` numbers are read from the committed notebooks (their outputs, their cell timings with
@@ -22,9 +22,9 @@ a warm run cache). ``full`` numbers are read from a record, ``docs/full_results.
 ``record`` from a folder of notebooks executed with ``PROFILE=full`` (``make figures
 PROFILE=full`` writes one under ``build/notebooks``). Commands::
 
-    python -m dlgn_lib.report record build/notebooks   # refresh the full record
-    python -m dlgn_lib.report write                    # rewrite every generated block
-    python -m dlgn_lib.report check                    # exit 1 when a block disagrees, or a
+    python -m dlgn_lib.record.report record build/notebooks   # refresh the full record
+    python -m dlgn_lib.record.report write                    # rewrite every generated block
+    python -m dlgn_lib.record.report check                    # exit 1 when a block disagrees, or a
                                                        # runtime is typed into prose by hand
 """
 from __future__ import annotations
@@ -37,7 +37,8 @@ from pathlib import Path
 
 import nbformat
 
-from . import full_results, guide_blocks, locations, notebook_blocks, readme_blocks
+from .. import locations
+from . import full_results, guide_blocks, notebook_blocks, readme_blocks
 from .executed import FULL_RECORD, _notebooks
 
 __all__ = ["main"]
@@ -71,17 +72,17 @@ def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = F
     readme = _replace_block(readme, "claims", readme_blocks.claims_table(data), str(README))
     readme = _replace_block(readme, "parts", readme_blocks.parts_table(full_results.full_record(record)), str(README))
     readme = _replace_block(readme, "history", readme_blocks.history_table(), str(README))
-    from dlgn_lib import reproduce
+    from dlgn_lib.record import reproduce
     spread = reproduce.load_record()
     readme = _replace_block(readme, "spread", readme_blocks.spread_table(spread), str(README))
-    from dlgn_lib import bench
+    from dlgn_lib.record import bench
     readme = _replace_block(readme, "bench", readme_blocks.bench_table(*bench.load_record()) if bench.RECORD.exists() else
-                            "No benchmark record yet: run `python -m dlgn_lib.bench --series --record`.", str(README))
+                            "No benchmark record yet: run `python -m dlgn_lib.record.bench --series --record`.", str(README))
     series = json.loads(record.read_text()).get("series", {}) if record.exists() else {}
     out[README] = _replace_block(readme, "times", readme_blocks.times_table(data, series=series), str(README))
     out[RECONSTRUCTION] = _replace_block(RECONSTRUCTION.read_text(), "tolerances", readme_blocks.tolerance_table(spread),
                                          str(RECONSTRUCTION))
-    from dlgn_lib import classwalk
+    from dlgn_lib.record import classwalk
     guide = _replace_block(COURSE_GUIDE.read_text(), "times", readme_blocks.times_table(data, live=True), str(COURSE_GUIDE))
     guide = _replace_block(guide, "verdicts", guide_blocks.verdicts_by_notebook_table(data), str(COURSE_GUIDE))
     out[COURSE_GUIDE] = _replace_block(guide, "classwalk", classwalk.table(classwalk.load_record()), str(COURSE_GUIDE))
@@ -157,8 +158,8 @@ def typed_runtimes(notebooks_dir: Path = full_results.NOTEBOOKS_DIR) -> list[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line, ``python -m dlgn_lib.report`` (the module's docstring says what it does)."""
-    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.report", description=__doc__.split("\n\n")[0])
+    """The command line, ``python -m dlgn_lib.record.report`` (the module's docstring says what it does)."""
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.report", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="record the verdicts and runtimes of notebooks executed with PROFILE=full")
     rec.add_argument("folder", type=Path)
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         behind, typed = stale(), typed_runtimes()
         if behind:
-            print("out of date (run `python -m dlgn_lib.report write`): "
+            print("out of date (run `python -m dlgn_lib.record.report write`): "
                   + ", ".join(locations.display_path(p) for p in behind), file=sys.stderr)
         for place in typed:
             print(f"a runtime typed by hand (quote the generated runtime table instead): {place}", file=sys.stderr)

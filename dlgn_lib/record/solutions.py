@@ -1,4 +1,4 @@
-"""The worked solutions' numbers, regenerated: ``python -m dlgn_lib.solutions run [--only NN …]``.
+"""The worked solutions' numbers, regenerated: ``python -m dlgn_lib.record.solutions run [--only NN …]``.
 
 ``teaching/SOLUTIONS.md`` holds, for each exercise, one or more snippets (the ```` ```python ````
 blocks of its folded solution) and, right below each, what that snippet printed, between markers
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import locations
+from .. import locations
 
 __all__ = ["main"]
 
@@ -144,7 +144,7 @@ def problems(text: str, notebooks: list[str] | None = None) -> list[str]:
     """What ``check`` reports for ``notebooks`` (default: those ``run`` has regenerated): snippets
     without an output block, and prose numbers their snippets did not print."""
     notebooks = regenerated(text) if notebooks is None else notebooks
-    missing = [f"{s.id}: no output block (run `python -m dlgn_lib.solutions run`)" for s in snippets(text)
+    missing = [f"{s.id}: no output block (run `python -m dlgn_lib.record.solutions run`)" for s in snippets(text)
                if s.output is None and s.id[:2] in notebooks]
     return missing + [f"not printed by the snippets: {place}" for place in unprinted_numbers(text)
                       if place[:2] in notebooks]
@@ -210,7 +210,8 @@ def printed_text(cell) -> str:
 
 def about_line(nb_id: str) -> str:
     """The about block's line of one notebook: code version, date, machine and code path of its outputs."""
-    from . import numerics, provenance
+    from .. import numerics
+    from . import provenance
     return (f"- {nb_id}: made at code {provenance.code_version()} on {time.strftime('%Y-%m-%d')}, "
             f"{provenance.machine_label()}, {numerics.mode()} code path")
 
@@ -264,8 +265,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line, ``python -m dlgn_lib.solutions`` (the module's docstring says what it does)."""
-    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.solutions", description=__doc__.split("\n\n")[0])
+    """The command line, ``python -m dlgn_lib.record.solutions`` (the module's docstring says what it does)."""
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.solutions", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="execute the notebooks with their solution snippets; write the outputs")
     r.add_argument("--only", nargs="+", metavar="NN", help="notebook ids (default: all)")

@@ -1,6 +1,6 @@
 """The course guide's generated blocks (``teaching/course_guide.md``): the verdicts by notebook
 (its timing table is README's, with what a reader can move; its class-walk table is
-``dlgn_lib.classwalk``'s); :mod:`dlgn_lib.report` writes them."""
+``dlgn_lib.record.classwalk``'s); :mod:`dlgn_lib.record.report` writes them."""
 from __future__ import annotations
 
 import json

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import locations
+from .. import locations
 
 __all__ = []
 

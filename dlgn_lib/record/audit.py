@@ -1,7 +1,7 @@
 """Audit of the pre-registration discipline (reconstruction §8): from the git history, was each
 verdict rule of ``dlgn_lib/verdict_rules.json`` committed before any result made under it?
 
-    python -m dlgn_lib.audit [--repo PATH]
+    python -m dlgn_lib.record.audit [--repo PATH]
 
 A record tool: it reads the history and the rules registry, and no science module imports it.
 
@@ -543,8 +543,8 @@ def summary(findings: list[Finding]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line, ``python -m dlgn_lib.audit`` (the module's docstring says what it does)."""
-    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.audit", description=__doc__.split("\n\n")[0])
+    """The command line, ``python -m dlgn_lib.record.audit`` (the module's docstring says what it does)."""
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.audit", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", type=Path, default=Path("."),
                         help="a folder in the git repository to audit (default: the current folder)")
     args = parser.parse_args(argv)

@@ -1,4 +1,4 @@
-"""Performance benchmarks of reconstruction §6: ``python -m dlgn_lib.bench [--quick] [--series]``.
+"""Performance benchmarks of reconstruction §6: ``python -m dlgn_lib.record.bench [--quick] [--series]``.
 
 Each row is a ratio of two timings taken in this one process. The timings are interleaved repeat
 by repeat (and their order reversed every other repeat), so a change in machine load hits both
@@ -16,7 +16,7 @@ connected, Fashion-MNIST shapes); 16 circle-data seeds trained together against 
 table is saved to ``<build dir>/bench.txt``.
 
 ``--record`` also writes the rows into ``docs/bench.json``, the record the README's Performance
-table is generated from (``python -m dlgn_lib.report write``). A row measured in this run replaces
+table is generated from (``python -m dlgn_lib.record.report write``). A row measured in this run replaces
 its entry; a row this run did not measure (the series rows without ``--series``) keeps its earlier
 entry, and every row names the run that measured it: date, command, machine, code version.
 """
@@ -40,12 +40,12 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import fused, kernels, locations, losses, models, numerics, train
-from .config import DataSpec, ModelSpec, RunConfig
+from .. import fused, kernels, locations, losses, models, numerics, train
+from ..config import DataSpec, ModelSpec, RunConfig
 
 __all__ = ["main"]
 
-#: The committed record of ``--record`` runs (docs/bench.json), read by ``dlgn_lib.report``.
+#: The committed record of ``--record`` runs (docs/bench.json), read by ``dlgn_lib.record.report``.
 RECORD = locations.REPO_ROOT / "docs" / "bench.json"
 
 
@@ -230,7 +230,8 @@ def plain_sd1_loop(config: RunConfig, dataset, device: torch.device):
 PEAK_RSS_SCRIPT = """
 import torch
 torch.set_num_threads({threads})
-from dlgn_lib import bench, fused, train
+from dlgn_lib import fused, train
+from dlgn_lib.record import bench
 sizes = bench.MODES[{mode!r}]
 configs = sizes.sd1_configs()
 ds = train.load_dataset(configs[0].data)
@@ -246,7 +247,8 @@ NUMERICS_SCRIPT = """
 import time
 import torch
 torch.set_num_threads({threads})
-from dlgn_lib import bench, fused, train
+from dlgn_lib import fused, train
+from dlgn_lib.record import bench
 sizes = bench.MODES[{mode!r}]
 sd1, circle = sizes.sd1_configs()[:1], sizes.seed_configs()
 sd1_data, circle_data = train.load_dataset(sd1[0].data), train.load_dataset(circle[0].data)
@@ -482,7 +484,7 @@ _SUMMARY_LINE = re.compile(r"^(\d\d)_\S+\.ipynb\s+(\S+)\s+([0-9.]+)\s")
 
 
 def notebook_seconds(summary: str) -> dict[str, float]:
-    """The per-notebook times of a ``python -m dlgn_lib.series run`` summary table: id -> seconds."""
+    """The per-notebook times of a ``python -m dlgn_lib.record.series run`` summary table: id -> seconds."""
     return {m.group(1): float(m.group(3)) for m in map(_SUMMARY_LINE.match, summary.splitlines()) if m}
 
 
@@ -497,7 +499,7 @@ def series_note(times: dict[str, float], shown: int = 4) -> str:
 
 
 def series_rows(say=print) -> list[Row]:
-    """Wall time of ``python -m dlgn_lib.series run`` from a fresh run cache, then again (warm).
+    """Wall time of ``python -m dlgn_lib.record.series run`` from a fresh run cache, then again (warm).
 
     Runs, figures and executed notebooks go to a temporary folder; prepared data is reused. Each
     run's output (its per-notebook times) is kept in ``<build dir>/bench_series_<cold|warm>.log``.
@@ -509,7 +511,7 @@ def series_rows(say=print) -> list[Row]:
         for state in ("cold", "warm"):
             say(f"  series, {state} run cache …")
             start = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "dlgn_lib.series", "run", "--profile", "quick"],
+            done = subprocess.run([sys.executable, "-m", "dlgn_lib.record.series", "run", "--profile", "quick"],
                                   cwd=locations.REPO_ROOT, env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True)
             seconds = time.perf_counter() - start
@@ -620,8 +622,8 @@ def record_rows(rows: list[Row], reference: list[str], head: list[str], path: Pa
             runs.append(source)
         entry["run"] = runs.index(source)
         entries.append(entry)
-    record = {"about": "make bench rows, written by `python -m dlgn_lib.bench --record`; the README's "
-                       "Performance table is generated from it (python -m dlgn_lib.report write)",
+    record = {"about": "make bench rows, written by `python -m dlgn_lib.record.bench --record`; the README's "
+                       "Performance table is generated from it (python -m dlgn_lib.record.report write)",
               "runs": runs, "rows": entries}
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.parent.mkdir(parents=True, exist_ok=True)
@@ -639,11 +641,11 @@ def load_record(path: Path = RECORD) -> tuple[list[tuple[Row, int]], list[dict]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m dlgn_lib.bench [--quick | --tiny] [--series | --series-only] [--device D]``.
+    """``python -m dlgn_lib.record.bench [--quick | --tiny] [--series | --series-only] [--device D]``.
 
     Torch runs on ``DLGN_NUM_THREADS`` threads (default 1, see ``dlgn_lib``), as in the series.
     """
-    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.bench", description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="3 repeats and fewer steps (same sizes)")
     mode.add_argument("--tiny", action="store_true", help="toy sizes, 1 repeat: checks the machinery only")
@@ -661,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = MODES[name]
     device = torch.device(args.device) if args.device else models.default_device()
 
-    command = " ".join(["python -m dlgn_lib.bench", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join(["python -m dlgn_lib.record.bench", *(argv if argv is not None else sys.argv[1:])])
     head = [f"dlgn-halfspace benchmarks (reconstruction §6): {command}", *machine_lines(device),
             f"mode {name}: {sizes.repeats} repeat(s); each ratio is measured within this process, "
             "interleaved; median [min – max] over repeats"]
@@ -689,7 +691,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"saved {locations.display_path(out)}")
     if args.record:
         record_rows(rows, reference, head, RECORD)
-        print(f"recorded in {locations.display_path(RECORD)}; `python -m dlgn_lib.report write` updates the README")
+        print(f"recorded in {locations.display_path(RECORD)}; `python -m dlgn_lib.record.report write` updates the README")
     return 0
 
 

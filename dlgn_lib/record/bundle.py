@@ -35,10 +35,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, locations, runs
-from .runs import CacheWriteError
-from . import config as _config
-from .config import PROFILES
+from .. import __version__, locations, runs
+from ..runs import CacheWriteError
+from .. import config as _config
+from ..config import PROFILES
 
 __all__ = ["main"]
 

@@ -1,8 +1,8 @@
 """Printed outputs that hold on every machine, and the tools that measure and check them.
 
-    python -m dlgn_lib.reproduce spread [--only 05 07 ...] [--variants NAME ...] [--reuse] [--add]
-    python -m dlgn_lib.reproduce verify [--profile quick|full] [--only 05 07 ...] [--no-run]
-    python -m dlgn_lib.reproduce outputs [--only 05 07 ...]
+    python -m dlgn_lib.record.reproduce spread [--only 05 07 ...] [--variants NAME ...] [--reuse] [--add]
+    python -m dlgn_lib.record.reproduce verify [--profile quick|full] [--only 05 07 ...] [--no-run]
+    python -m dlgn_lib.record.reproduce outputs [--only 05 07 ...]
 
 Float results depend on the CPU's code path (MKL's branch, ATen's vector kernels), and training
 magnifies last-bit differences, so a notebook's printed numbers differ from one x86-64 machine to
@@ -12,7 +12,7 @@ output into a *skeleton* (the text with each number replaced by ``#``) and its n
 - skeletons are compared exactly (verdict lines, ``[pass]`` / ``[FAIL]``, every word);
 - numbers are compared within a tolerance derived from their measured spread: for each printed
   number, ``TOLERANCE_FACTOR`` times the range of values it took across the code paths of
-  ``docs/spread.json`` (written by ``python -m dlgn_lib.reproduce spread``), and never less than one
+  ``docs/spread.json`` (written by ``python -m dlgn_lib.record.reproduce spread``), and never less than one
   unit of its last printed digit (printing rounds; a plain integer gets no such allowance);
 - a word that changed across code paths (a fragile result) may take any of its recorded forms.
 
@@ -49,9 +49,11 @@ from pathlib import Path
 
 import nbformat
 
-from dlgn_lib import executed, locations, verdict
+from dlgn_lib import locations, verdict
+
+from dlgn_lib.record import executed
 from dlgn_lib.plots import FIGURE_FLOOR_RMS, figure_rms  # noqa: F401 (figure_rms: the record tools' name)
-from dlgn_lib.provenance import code_version, machine, machine_label  # noqa: F401 (the record tools' names)
+from dlgn_lib.record.provenance import code_version, machine, machine_label  # noqa: F401 (the record tools' names)
 
 __all__ = ["figure_tolerance", "load_record", "main"]
 
@@ -436,7 +438,7 @@ def run_series_under(variant_env: Mapping[str, str] | None, out: Path, profile: 
     env["DLGN_FIGURES_DIR"] = str(out / "figures")
     if fresh_cache:
         env["DLGN_RUNS_DIR"] = str(out / "runs")
-    command = [sys.executable, "-m", "dlgn_lib.series", "run", "--profile", profile, "--output", str(out / "notebooks")]
+    command = [sys.executable, "-m", "dlgn_lib.record.series", "run", "--profile", profile, "--output", str(out / "notebooks")]
     if only:
         command += ["--only", *only]
     if workers:
@@ -512,7 +514,7 @@ def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = 
                             "summary": _summary(entries, checks),
                             "checks": checks, "figures": figures, "outputs": entries}
     return {"about": "Spread of every printed number and figure of the quick series across CPU code paths "
-                     "(python -m dlgn_lib.reproduce spread); reconstruction §7 says how tolerances follow from it.",
+                     "(python -m dlgn_lib.record.reproduce spread); reconstruction §7 says how tolerances follow from it.",
             "machine": machine(), "code_version": code_version(),
             "variants": {name: VARIANTS.get(name, {}) for name in variant_dirs},
             "tolerance_factor": TOLERANCE_FACTOR, "notebooks": notebooks}
@@ -596,7 +598,7 @@ def rebase_committed(record: Mapping, nb_id: str, before: Mapping, after: Mappin
     measure them again.
     """
     entry = record.get("notebooks", {}).get(nb_id)
-    again = f"run python -m dlgn_lib.reproduce spread --only {nb_id}"
+    again = f"run python -m dlgn_lib.record.reproduce spread --only {nb_id}"
     if entry is None:
         raise ValueError(f"notebook {nb_id}: not in the spread record; {again}")
     entry = json.loads(json.dumps(entry))
@@ -1028,7 +1030,7 @@ def outputs_in_place(notebooks: Sequence[Path]) -> int:
     are ones no recorded code path printed, its record entry is left as it was and the command
     says to measure it again with ``reproduce spread`` (exit status 1); the notebook keeps its new
     outputs."""
-    from dlgn_lib.series import execute_in_place
+    from dlgn_lib.record.series import execute_in_place
     stale = []
     for path in notebooks:
         nb_id = locations.notebook_id(path)
@@ -1047,17 +1049,17 @@ def outputs_in_place(notebooks: Sequence[Path]) -> int:
             print(f"{locations.display_path(SPREAD_RECORD)}: committed values of {nb_id} updated "
                   f"(each output as a recorded code path printed it)")
     if stale:
-        print(f"measure the spread again: python -m dlgn_lib.reproduce spread --only {' '.join(stale)}", file=sys.stderr)
+        print(f"measure the spread again: python -m dlgn_lib.record.reproduce spread --only {' '.join(stale)}", file=sys.stderr)
     return 1 if stale else 0
 
 
 # --- the command ---------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line, ``python -m dlgn_lib.reproduce`` (the module's docstring says what it does)."""
+    """The command line, ``python -m dlgn_lib.record.reproduce`` (the module's docstring says what it does)."""
     from dlgn_lib.config import PROFILES
-    from dlgn_lib.series import _positive_int, check_profile, select_notebooks
-    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.reproduce", description=__doc__.split("\n")[0])
+    from dlgn_lib.record.series import _positive_int, check_profile, select_notebooks
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.reproduce", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     spread_cmd = commands.add_parser("spread", help="run the quick series under several CPU code paths, "
                                                 "write docs/spread.json")

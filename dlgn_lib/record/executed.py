@@ -11,12 +11,12 @@ from pathlib import Path
 
 import nbformat
 
-from . import locations
-from .verdict import EARLIER_MARK
+from .. import locations
+from ..verdict import EARLIER_MARK
 
 __all__ = []
 
-#: The record of ``full`` runs (``python -m dlgn_lib.report record``), and the note ``series run``
+#: The record of ``full`` runs (``python -m dlgn_lib.record.report record``), and the note ``series run``
 #: writes beside the executed copies.
 FULL_RECORD = locations.REPO_ROOT / "docs" / "full_results.json"
 SERIES_NOTE = "series.json"

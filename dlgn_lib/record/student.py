@@ -1,6 +1,6 @@
 """The student edition: the notebooks to hand out, with nothing a student should find ready-made.
 
-``python -m dlgn_lib.student OUT`` (``make student`` writes ``build/student``) copies every notebook
+``python -m dlgn_lib.record.student OUT`` (``make student`` writes ``build/student``) copies every notebook
 of the series with:
 
 - outputs and execution counts cleared (students run the cells and see the verdicts themselves);
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import locations
+from .. import locations
 
 __all__ = ["main"]
 
@@ -110,8 +110,8 @@ def readable_text(path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line, ``python -m dlgn_lib.student`` (the module's docstring says what it does)."""
-    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.student", description=__doc__.split("\n\n")[0])
+    """The command line, ``python -m dlgn_lib.record.student`` (the module's docstring says what it does)."""
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.student", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="folder to write (replaced whole)")
     args = parser.parse_args(argv)
     written = write_edition(args.out)

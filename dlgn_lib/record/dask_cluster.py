@@ -34,9 +34,9 @@ import dask
 from distributed import Client, LocalCluster, get_worker
 from distributed.comm import get_address_host_port
 
-from . import locations, runs
-from .config import RunConfig
-from .train import Run
+from .. import locations, runs
+from ..config import RunConfig
+from ..train import Run
 
 __all__ = []
 

@@ -1,7 +1,7 @@
 """Slides of the class path, made from the notebooks with nbconvert (``make slides``).
 
-    python -m dlgn_lib.slides [--out build/slides] [--only 00 01]
-    python -m dlgn_lib.slides tag                    # (re)write the notebooks' slide metadata
+    python -m dlgn_lib.record.slides [--out build/slides] [--only 00 01]
+    python -m dlgn_lib.record.slides tag                    # (re)write the notebooks' slide metadata
 
 The 90-minute class of the course guide walks through ``CLASS_PATH``. Each of those notebooks
 carries Jupyter's own slideshow metadata (``cell.metadata.slideshow.slide_type``, editable in
@@ -123,7 +123,7 @@ def build(out: Path, only=None) -> list[Path]:
         nb = nbformat.read(notebook, as_version=4)
         nb.metadata.pop("widgets", None)   # the live widgets' state: the static twins stand for it
         if not any("slideshow" in c.metadata for c in nb.cells):
-            raise ValueError(f"{notebook.name} has no slide metadata; run `python -m dlgn_lib.slides tag`")
+            raise ValueError(f"{notebook.name} has no slide metadata; run `python -m dlgn_lib.record.slides tag`")
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
         path = out / f"{notebook.stem}.slides.html"
         path.write_text(body)
@@ -132,8 +132,8 @@ def build(out: Path, only=None) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line, ``python -m dlgn_lib.slides`` (the module's docstring says what it does)."""
-    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.slides", description=__doc__.split("\n\n")[0])
+    """The command line, ``python -m dlgn_lib.record.slides`` (the module's docstring says what it does)."""
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.slides", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", nargs="?", choices=("build", "tag"), default="build")
     parser.add_argument("--out", type=Path, default=None, help="folder of the slides (default: build/slides)")
     parser.add_argument("--only", nargs="+", metavar="ID", help=f"notebook ids of the class path ({', '.join(CLASS_PATH)})")

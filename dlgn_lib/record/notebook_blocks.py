@@ -1,5 +1,5 @@
 """Each notebook's generated "## Results" cell (``results``): every verdict check with its value
-under ``quick`` and ``full``, fragile checks, and the runtimes; :mod:`dlgn_lib.report` writes it."""
+under ``quick`` and ``full``, fragile checks, and the runtimes; :mod:`dlgn_lib.record.report` writes it."""
 from __future__ import annotations
 
 from . import full_results, readme_blocks

@@ -1,5 +1,5 @@
 """The record of ``full`` runs, ``docs/full_results.json``: writing it from executed notebooks
-(``python -m dlgn_lib.report record FOLDER``), and reading it: each notebook's measured verdicts,
+(``python -m dlgn_lib.record.report record FOLDER``), and reading it: each notebook's measured verdicts,
 the rule it was run under, and each claim's parts under rules v4 (with the machines a part was
 read on)."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import locations
+from .. import locations
 from .executed import (FULL_RECORD, SERIES_NOTE, _notebooks, _record_of, _verdicts_from_record, code_path_of,
                        seconds_of, verdicts_of)
 
@@ -70,7 +70,7 @@ def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool 
     found = _notebooks(folder)
     if not found:
         raise FileNotFoundError(f"{folder}: no executed notebooks (NN_*.ipynb) to record")
-    from dlgn_lib import provenance
+    from dlgn_lib.record import provenance
     # the code path is the kernel's, printed in the notebook (code_path_of), not this process's
     machine = {k: v for k, v in provenance.machine().items() if k not in ("numerics", "aten_cpu_capability", "mkl_cbwr",
                                                                       "numpy_disabled_features", "onednn_max_cpu_isa")}
@@ -114,7 +114,7 @@ def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool 
         key = " ".join(sorted(found))
         run["note"] = old.get("series", {}).get(key, {}).get("note", run.get("note", ""))
         old.setdefault("series", {})[key] = run
-    old["about"] = ("Verdicts and runtimes of the series executed with PROFILE=full (python -m dlgn_lib.report "
+    old["about"] = ("Verdicts and runtimes of the series executed with PROFILE=full (python -m dlgn_lib.record.report "
                     "record FOLDER); `note` says how a notebook was run, `code_version` and `machine` (CPU, "
                     "numeric code path, library versions) what ran it, `rule` the version of the notebook's "
                     "verdict rule it ran under; entries without them predate that. `cold_seconds`, set by hand "
@@ -162,7 +162,7 @@ def recorded_full(notebook: str | None, claim: str, record: Path | None = None) 
     """The ``full`` verdict of ``claim`` recorded for ``notebook`` in ``docs/full_results.json``, as
     "SUPPORTED (4 of 4 checks pass)", or "not recorded"; a record from before the notebook's current
     rule says so ("… under rule v2; no full run under rule v3 yet")."""
-    from .verdict import FAIL, INCONCLUSIVE, NOT_RECORDED
+    from ..verdict import FAIL, INCONCLUSIVE, NOT_RECORDED
     if notebook is None:
         return NOT_RECORDED
     try:
@@ -187,7 +187,7 @@ def recorded_for(notebook: str, spread: dict | None = None):
     recorded ``full`` result of each claim, and each check's outcome under the code paths of the
     spread record (``reproduce.check_outcomes``; ``spread``: that record, read when not given)."""
     from . import reproduce
-    from .verdict import Recorded, combination_rule
+    from ..verdict import Recorded, combination_rule
     return Recorded(full={claim: recorded_full(notebook, claim) for claim in combination_rule()["claims"]},
                     outcomes=reproduce.check_outcomes(notebook, spread))
 

@@ -1,5 +1,5 @@
 """The course guide's 90-minute class, walked as a teacher and a class machine would:
-``python -m dlgn_lib.classwalk [--only 00 01 03 05] [--workdir DIR] [--record]``.
+``python -m dlgn_lib.record.classwalk [--only 00 01 03 05] [--workdir DIR] [--record]``.
 
 Starting after ``make venv data`` in a checkout, each step is timed:
 
@@ -21,7 +21,7 @@ the work folder (default: a new folder under the build folder), so the checkout'
 ``--record`` writes the timings, with the machine, code version, whether the checkout was clean,
 numeric code path and load, to
 ``docs/class_walk.json``; the course guide's table of the walk is generated from it
-(``python -m dlgn_lib.report write``).
+(``python -m dlgn_lib.record.report write``).
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import locations
+from .. import locations
 
 __all__ = ["main"]
 
@@ -105,7 +105,8 @@ def _run(name: str, args: list[str], env: dict[str, str], say) -> tuple[float, s
 
 def walk(only=None, workdir: Path | None = None, workers: int | None = None, say=print) -> dict:
     """Walk the class path (see the module docstring); returns the record (not written)."""
-    from . import bench, numerics, provenance, slides
+    from .. import numerics
+    from . import bench, provenance, slides
     from .series import select_notebooks
     notebooks = [locations.notebook_id(p) for p in select_notebooks(locations.find_notebooks(), only or slides.CLASS_PATH)]
     workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="class-walk-", dir=locations.build_dir()))
@@ -116,7 +117,7 @@ def walk(only=None, workdir: Path | None = None, workers: int | None = None, say
     base = {k: v for k, v in os.environ.items() if k not in ("DLGN_RUNS_DIR", "DLGN_FIGURES_DIR")}
     base["DLGN_FIGURES_DIR"] = str(workdir / "figures")
     py = sys.executable
-    series = [py, "-m", "dlgn_lib.series", "run", "--only", *notebooks] + (["--workers", str(workers)] if workers else [])
+    series = [py, "-m", "dlgn_lib.record.series", "run", "--only", *notebooks] + (["--workers", str(workers)] if workers else [])
     steps: list[Step] = []
     load_start = bench.load_average()
     checkout = checkout_state()
@@ -125,7 +126,7 @@ def walk(only=None, workdir: Path | None = None, workers: int | None = None, say
     seconds, _ = _run("teacher, train", series + ["--output", str(workdir / "teacher-notebooks")], env, say)
     trained = _counts(workdir / "teacher-notebooks", notebooks)
     steps.append(Step("teacher: run the class path into an empty run cache (trains its runs)",
-                      "python -m dlgn_lib.series run --only " + " ".join(notebooks), seconds,
+                      "python -m dlgn_lib.record.series run --only " + " ".join(notebooks), seconds,
                       f"{sum(c['trained'] for c in trained.values())} runs trained, "
                       f"{sum(c['loaded'] for c in trained.values())} loaded"))
     seconds, _ = _run("teacher, export", [py, "-m", "dlgn_lib.runs", "export", str(bundle), "--profile", "quick"], env, say)
@@ -135,7 +136,7 @@ def walk(only=None, workdir: Path | None = None, workers: int | None = None, say
                       f"{entries} entries, {bundle.stat().st_size / 1e6:.1f} MB, {_mode(bundle)}"))
     seconds, _ = _run("teacher, book", [py, "docs/book/build.py", str(workdir / "book")], env, say)
     steps.append(Step("teacher: build the book", "make book", seconds))
-    seconds, _ = _run("teacher, slides", [py, "-m", "dlgn_lib.slides", "--out", str(workdir / "slides")], env, say)
+    seconds, _ = _run("teacher, slides", [py, "-m", "dlgn_lib.record.slides", "--out", str(workdir / "slides")], env, say)
     made = sorted(p.name for p in (workdir / "slides").glob("*.slides.html"))
     steps.append(Step("teacher: make the slides", "make slides", seconds, f"{len(made)} slide decks"))
 
@@ -152,7 +153,7 @@ def walk(only=None, workdir: Path | None = None, workers: int | None = None, say
         raise WalkFailed("step 'class, run' trained or wrote runs although the bundle holds them: "
                          f"{ {nb: c for nb, c in counts.items() if c['trained']} }; cache files changed: {changed[:5]}")
     steps.append(Step("class machine: run the class path from the imported cache",
-                      "python -m dlgn_lib.series run --only " + " ".join(notebooks), seconds,
+                      "python -m dlgn_lib.record.series run --only " + " ".join(notebooks), seconds,
                       f"{sum(c['loaded'] for c in counts.values())} runs loaded, 0 trained; the cache's "
                       f"{len(after)} files unchanged"))
     per_notebook = {nb: round(_seconds(workdir / "class-notebooks", nb), 1) for nb in notebooks}
@@ -214,7 +215,7 @@ def load_record(path: Path = RECORD) -> dict | None:
 def table(record: dict | None) -> str:
     """The course guide's table of the walk, from the record."""
     if not record:
-        return "No walk recorded yet: run `python -m dlgn_lib.classwalk --record`."
+        return "No walk recorded yet: run `python -m dlgn_lib.record.classwalk --record`."
     rows = ["| step | command | seconds | what it did |", "|---|---|---|---|"]
     rows += [f"| {s['name']} | `{s['command']}` | {s['seconds']:,.0f} | {s['detail'] or '—'} |" for s in record["steps"]]
     each = ", ".join(f"{nb} {s:,.0f} s" for nb, s in record["class_notebook_seconds"].items())
@@ -228,8 +229,8 @@ def table(record: dict | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line, ``python -m dlgn_lib.classwalk`` (the module's docstring says what it does)."""
-    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.classwalk", description=__doc__.split("\n\n")[0])
+    """The command line, ``python -m dlgn_lib.record.classwalk`` (the module's docstring says what it does)."""
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.classwalk", description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", metavar="NN", help="notebook ids (default: the class path, 00 01 03 05)")
     parser.add_argument("--workdir", type=Path, help="an empty or new folder for the caches, bundle, book and slides")
     parser.add_argument("--workers", type=int, help="worker processes of the series runner (default: its own)")

@@ -1,6 +1,6 @@
 """The README's generated blocks (``<!-- report:NAME -->``): bottom lines, claims, parts,
 history, runtimes, spread and benchmark tables, and the reconstruction document's tolerance
-table; :mod:`dlgn_lib.report` writes them."""
+table; :mod:`dlgn_lib.record.report` writes them."""
 from __future__ import annotations
 
 import json
@@ -178,7 +178,7 @@ def series_line(series: dict, ids: Sequence[str]) -> str:
     cold = {key: run for key, run in series.items()
             if run.get("profile") == "full" and run.get("runs_cache_empty_at_start")
             and all(n.get("status") == "ok" for n in run.get("notebooks", {}).values())}
-    how = "`python -m dlgn_lib.series run --profile full`, its `series.json`"
+    how = "`python -m dlgn_lib.record.series run --profile full`, its `series.json`"
     if not cold:
         return f"The whole series from an empty run cache ({how}): not measured yet."
     by_cpu: dict[str, dict] = {}
@@ -259,7 +259,7 @@ def spread_table(spread: dict) -> str:
 
 def tolerance_table(spread: dict) -> str:
     """The reconstruction's per-notebook tolerances (§7.1), from ``docs/spread.json``."""
-    from dlgn_lib import reproduce
+    from dlgn_lib.record import reproduce
     if not spread.get("notebooks"):
         return "No spread record yet (`make spread`)."
     factor = spread.get("tolerance_factor", reproduce.TOLERANCE_FACTOR)
@@ -277,7 +277,7 @@ def tolerance_table(spread: dict) -> str:
 def bench_table(rows, runs) -> str:
     """README's Performance table from the bench record: one line per row, the run that measured
     it, then each run's command, machine and absolute reference numbers."""
-    from dlgn_lib import bench
+    from dlgn_lib.record import bench
     several = len(runs) > 1
     lines = ["| benchmark | median | [min – max] | target | met |" + (" run |" if several else ""),
              "|---|---|---|---|---|" + ("---|" if several else "")]
