@@ -34,6 +34,7 @@ from typing import Iterable, Mapping, Sequence
 
 from dlgn_lib import intervals, verdict
 
+#: A part's words: it holds, it does not hold, or the data cannot decide.
 HOLDS, DOES_NOT_HOLD, INCONCLUSIVE = "HOLDS", "DOES NOT HOLD", "INCONCLUSIVE"
 #: A claim's word when some of its parts hold and none fails to (rules v4).
 HOLDS_IN_PART = "HOLDS IN PART"

@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["EARLIER_MARK", "HISTORY_FILE", "MARKS", "NOT_RECORDED", "PENDING", "RULES_FILE", "Recorded",
-           "SMOKE_MARK", "UndecidedCheck", "bottom_line", "combination_rule", "difference", "exact_check",
-           "format_number", "history", "outcome_name", "registered_rules", "row_count_check", "rules",
-           "seed_check", "undecided_check", "use_record", "verdict"]
+__all__ = ["EARLIER_MARK", "FAIL", "HISTORY_FILE", "INCONCLUSIVE", "MARKS", "NOT_RECORDED", "PASS", "PENDING",
+           "RULES_FILE", "Recorded", "SMOKE_MARK", "UndecidedCheck", "bottom_line", "combination_rule",
+           "difference", "exact_check", "format_number", "history", "outcome_name", "registered_rules",
+           "row_count_check", "rules", "seed_check", "undecided_check", "use_record", "verdict"]
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
@@ -70,6 +70,7 @@ class Check:
                 f"  (threshold: {self.op} {format_number(self.threshold, self.digits)})")
 
 
+#: A check's outcomes: it passes, it fails, or its interval straddles the threshold.
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 #: How each outcome is marked at the start of a check's line.
 MARKS = {PASS: "pass", FAIL: "FAIL", INCONCLUSIVE: "inconclusive"}

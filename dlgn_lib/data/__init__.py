@@ -38,19 +38,9 @@ from .synthetic import (CIRCLE_TARGETS, DEFAULT_MIXTURE, DEFAULT_RAMP, DEFAULT_S
                         RANDOM_MIN_GAP_STEPS, RANDOM_STEPS_JUMPS, TWO_PI, circle, circle_target, odt,
                         odt_group_draw, odt_labels, odt_tree, plane, random_circle_target)
 
-__all__ = [
-    "TASKS", "Dataset", "DatasetNotAvailable", "load", "main",
-    # generated
-    "TWO_PI", "CIRCLE_TARGETS", "DEFAULT_STEPS", "DEFAULT_RAMP", "DEFAULT_MIXTURE", "RANDOM_STEPS_JUMPS",
-    "RANDOM_MIN_GAP_STEPS", "RANDOM_GRID", "circle", "circle_target", "random_circle_target",
-    "PLANE_SETS", "PLANE_NOISE", "plane",
-    "ODT_CONFIGS", "ODT_GENERATORS", "ODT_GROUP_SEED", "odt", "odt_tree", "odt_labels", "odt_group_draw",
-    # images and their preparation
-    "FASHION_CLASSES", "FASHION_VAL_RULE", "fashion_mnist", "CIFAR_CLASSES", "CIFAR_VAL_SIZE",
-    "cifar", "cifar_dataset_from_arrays",
-    "FASHION_SOURCES", "NETWORK_TIMEOUT_S", "NPM_PACKAGE", "NPM_SPLIT", "NPM_TARBALL_SHA1",
-    "TORCHVISION_SPLIT", "prepare_fashion_mnist",
-]
+__all__ = ["TASKS", "Dataset", "DatasetNotAvailable", "load", "main", "circle", "circle_target",
+           "random_circle_target", "plane", "odt", "odt_tree", "odt_labels", "odt_group_draw", "fashion_mnist",
+           "cifar", "cifar_dataset_from_arrays", "prepare_fashion_mnist"]
 
 _LOADERS: dict[str, Callable[..., Dataset]] = {
     "circle": circle,

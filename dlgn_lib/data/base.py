@@ -20,6 +20,7 @@ from dlgn_lib import locations
 
 __all__ = []
 
+#: The tasks a dataset can pose (its loss follows: dlgn_lib.losses).
 TASKS = ("binary", "multiclass", "regression")
 
 

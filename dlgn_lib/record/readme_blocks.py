@@ -294,3 +294,22 @@ def bench_table(rows, runs) -> str:
         if run["reference"]:
             lines += ["", *(f"- {ref}" for ref in run["reference"])]
     return "\n".join(lines)
+
+
+def layers_table() -> str:
+    """README's "Where things live" table: each layer's folders, lines of code and public names
+    (``python -m dlgn_lib.record.layers`` prints the same counts)."""
+    from . import layers
+    counts, names = layers.line_counts(), layers.public_names()
+    where = {"science": "`dlgn_lib/` (models, data/, train, runs, paths, kernels, circle, clusters, saliency, nodes, "
+                        "fidelity, intervals, verdict, parts, protocol, config, …)",
+             "presentation": "`dlgn_lib/plots/`, `dlgn_lib/studies/`, `dlgn_lib/widgets.py`",
+             "record tools": "`dlgn_lib/record/` (series, report and its blocks, reproduce, bench, bundle, classwalk, "
+                             "solutions, student, slides, audit, layers, dask_cluster)",
+             "root": "`dlgn_lib/__init__.py` (`dl.setup`, the modules on first use)"}
+    rows = ["| layer (bottom to top) | where | lines | public names |", "|---|---|---|---|"]
+    for layer in (*layers.LAYERS, "root"):
+        public = sum(len(names[m] or ()) for m in names if layers.layer_of(m) == layer)
+        rows.append(f"| {layer} | {where[layer]} | {counts[layer]:,} | {public} |")
+    return "\n".join(rows)
+

@@ -79,6 +79,7 @@ def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = F
     readme = _replace_block(readme, "bench", readme_blocks.bench_table(*bench.load_record()) if bench.RECORD.exists() else
                             "No benchmark record yet: run `python -m dlgn_lib.record.bench --series --record`.", str(README))
     series = json.loads(record.read_text()).get("series", {}) if record.exists() else {}
+    readme = _replace_block(readme, "layers", readme_blocks.layers_table(), str(README))
     out[README] = _replace_block(readme, "times", readme_blocks.times_table(data, series=series), str(README))
     out[RECONSTRUCTION] = _replace_block(RECONSTRUCTION.read_text(), "tolerances", readme_blocks.tolerance_table(spread),
                                          str(RECONSTRUCTION))

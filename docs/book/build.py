@@ -8,7 +8,8 @@ _static/ from this folder, copies of notebooks/*.ipynb without their saved widge
 replace it), a thumbnail and a full copy of each figures/*.png, and the front page, index.md,
 generated here: the bottom line per claim and the claims table (dlgn_lib.record.report; its links, notebooks/NAME.ipynb, name the
 staged notebooks, which MyST turns into links to their pages), the notebooks' table of contents,
-the figure gallery by notebook and the paper's citation (README, "How to cite"). Then ``sphinx-build -b html`` writes ``OUT/index.html``. See conf.py for why Sphinx
+the figure gallery by notebook and the paper's citation (README, "How to cite"); and the API page,
+api.md, of the library's public names by layer (dlgn_lib.record.layers). Then ``sphinx-build -b html`` writes ``OUT/index.html``. See conf.py for why Sphinx
 with myst-nb rather than Jupyter Book.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ from PIL import Image
 
 from dlgn_lib import locations
 
-from dlgn_lib.record import full_results, readme_blocks
+from dlgn_lib.record import full_results, layers, readme_blocks
 
 HERE = Path(__file__).resolve().parent
 ROOT = locations.REPO_ROOT
@@ -116,6 +117,7 @@ its parts hold. The table above stays until every notebook of a claim has its v4
 
 {toc}
 docs/reconstruction
+api
 ```
 
 ## Figure gallery
@@ -152,6 +154,7 @@ def stage(source: Path, notebooks: Path = NOTEBOOKS) -> None:
         with Image.open(f) as image:
             image.thumbnail((THUMB_WIDTH, THUMB_WIDTH * 4))
             image.save(source / "_static" / "thumbs" / f.name, optimize=True)
+    (source / "api.md").write_text(layers.api_page())
     (source / "index.md").write_text(front_page(full_results.measured(Path(notebooks)), figures))
 
 
