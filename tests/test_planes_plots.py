@@ -53,13 +53,6 @@ def test_hyperplanes_over_function_panels_and_kind_check(runs):
         planes.hyperplanes_over_function(runs[2], layers=(3,))
 
 
-# half-planes panel + one panel per path + function panel + its colour bar
-@pytest.mark.parametrize("depth, n_axes", [(1, 1 + 3 + 1 + 1), (2, 1 + 9 + 1 + 1)])
-def test_hand_dlgn_figure_axes(xor, depth, n_axes):
-    fig = planes.hand_dlgn_figure(ANGLES, depth, xor, resolution=40)
-    assert isinstance(fig, plt.Figure) and len(fig.axes) == n_axes
-
-
 def brute_force_features(angles, depth, x):
     """Path gates by loops over paths: products of half-plane indicators (float64)."""
     normals = [np.array([np.cos(np.radians(a)), np.sin(np.radians(a))]) for a in angles]
@@ -112,3 +105,19 @@ def test_data_box_needs_2d_and_covers_all_points(xor):
         planes.data_box(data.odt(d=20, n_total=40))
     with pytest.raises(ValueError, match="depth"):
         planes.hand_dlgn(ANGLES, 3, xor.x_train, xor.y_train)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_hand_dlgn_figure_shows_each_path_value_and_the_fitted_accuracy(xor, depth):
+    """Every path panel is titled with its least-squares value, and the function panel with the
+    training accuracy of the path sum, both computed here by brute force."""
+    fig = planes.hand_dlgn_figure(ANGLES, depth, xor, resolution=40)
+    x, y = xor.x_train.double().numpy(), xor.y_train.double().numpy()
+    features = brute_force_features(ANGLES, depth, x)
+    coef, *_ = np.linalg.lstsq(features, y, rcond=None)
+    paths_ = itertools.product(range(len(ANGLES)), repeat=depth)
+    expected = sorted(f"path {''.join(str(i + 1) for i in p)}: g = {g:+.2f}" for p, g in zip(paths_, coef))
+    titles = sorted(ax.get_title() for ax in fig.axes if ax.get_title().startswith("path "))
+    assert titles == expected
+    accuracy = float(((features @ coef >= 0) == (y > 0)).mean())
+    assert any(ax.get_title().endswith(f"train accuracy {accuracy:.2f}") for ax in fig.axes)
