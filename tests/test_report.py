@@ -172,9 +172,9 @@ def test_the_full_record_takes_the_code_path_from_the_notebook_not_from_the_reco
     assert executed_module.code_path_of(path) == "not printed"
 
 
-def test_the_opening_table_has_one_short_line_per_claim_from_the_full_verdicts(monkeypatch):
-    """README's and the book's first table: the bottom line by the registered combination, a
-    pending line naming the notebook without a current full run, and the quick words."""
+def test_the_opening_table_has_one_short_line_per_claim_by_parts_with_the_v3_word_beside(monkeypatch):
+    """README's and the book's first table: the bottom line by parts (pending without v4 records),
+    the rules v3 reading beside it by the registered combination, the quick words, the notebooks."""
     def v(claim, word, profile):
         return executed_module.Verdict(claim, profile, word, 1, 1, ())
 
@@ -189,14 +189,46 @@ def test_the_opening_table_has_one_short_line_per_claim_from_the_full_verdicts(m
                                  [v("C5", "NOT SUPPORTED", "full")], 1.0, "", 3)        # current: decides C5
     data["10"] = full_results.Measured("10", "10_x", [v("C5", "SMOKE TEST", "quick"), v("C7", "SMOKE TEST", "quick")], 1.0,
                                  [v("C5", "SUPPORTED", "full"), v("C7", "SUPPORTED", "full")], 1.0, "", 1)
-    rows = {line.split(":")[0].strip("| "): line for line in readme_blocks.bottom_lines_table(data).splitlines()[2:]}
+    record = {"notebooks": {"07": {"rule": 4, "verdicts": [], "parts": [
+        {"claim": "C6", "label": "a", "word": "HOLDS", "dlgn_undecided": False},
+        {"claim": "C6", "label": "b", "word": "DOES NOT HOLD", "dlgn_undecided": False}]}}}
+    rows = {line.split(":")[0].strip("| "): line for line in readme_blocks.bottom_lines_table(data, record).splitlines()[2:]}
     assert list(rows) == ["C1", "C2", "C3", "C4", "C5", "C6", "C7"]
     cells = {c: [x.strip() for x in row.split(" | ")] for c, row in rows.items()}
-    assert cells["C1"][1:3] == ["SUPPORTED", "SUPPORTED"]
-    assert cells["C5"][1] == "**NOT SUPPORTED**"                          # one current failure decides
-    assert cells["C5"][2] == "05 *INCONCLUSIVE*, 06 SUPPORTED, 10 *SMOKE TEST*, 11 SUPPORTED"
-    assert cells["C7"][1] == "*pending*: no `full` run under the current rule in 10 (earlier rule: SUPPORTED)"
-    assert "[08](notebooks/08_x.ipynb)" in cells["C7"][3]
+    assert cells["C6"][1:3] == ["*HOLDS IN PART* (1 of 2)", "(a) HOLDS<br>(b) **DOES NOT HOLD**"]
+    assert cells["C2"][1].startswith("*pending*: 0 of ") and "(a) *pending*: no v4 full run of 02" in cells["C2"][2]
+    assert cells["C1"][3:5] == ["SUPPORTED", "SUPPORTED"]
+    assert cells["C5"][3] == "**NOT SUPPORTED**"                          # v3: one current failure decides
+    assert cells["C5"][4] == "05 *INCONCLUSIVE*, 06 SUPPORTED, 10 *SMOKE TEST*, 11 SUPPORTED"
+    assert cells["C7"][3] == "*pending*"                                  # 10's v3 record is of an older rule
+    assert "[08](notebooks/08_x.ipynb)" in cells["C7"][5]
+
+
+def test_a_parts_key_number_is_its_failing_or_undecided_check_else_the_nearest_to_its_bar():
+    """Planted v4 records: the check that speaks for a part, computed from the printed values."""
+    def check(name, value, low, high, op, bar, outcome):
+        return {"name": name, "value": value, "low": low, "high": high, "op": op, "threshold": bar, "outcome": outcome}
+    c2 = [check("moons: DLGN − DLN", "0.3", "0.25", "0.35", ">=", "0.1", "pass"),
+          check("circles: DLGN − DLN", "0.12", "0.11", "0.13", ">=", "0.1", "pass"),   # nearest its bar
+          check("xor: DLGN − ReLU", "0.01", "-0.02", "0.03", ">=", "-0.05", "pass"),
+          check("spiral: DLGN − ReLU", "-0.04", "-0.07", "-0.01", ">=", "-0.05", "inconclusive")]
+    record = {"notebooks": {"02": {"rule": 4, "verdicts": [{"claim": "C2", "profile": "full", "word": "INCONCLUSIVE",
+                                                           "n_pass": 3, "n_checks": 4, "checks": c2}],
+                                   "parts": [{"claim": "C2", "label": "a", "word": "HOLDS", "dlgn_undecided": False},
+                                             {"claim": "C2", "label": "b", "word": "INCONCLUSIVE", "dlgn_undecided": False}]}}}
+    assert full_results.key_check("C2", "a", record).name == "circles: DLGN − DLN"
+    assert full_results.key_check("C2", "b", record).name == "spiral: DLGN − ReLU"
+    assert full_results.key_check("C2", "c", record) is None          # no check of the part recorded
+    # like for like: the ReLU net's check speaks, unless the DLGN's own check left the part undecided
+    c7 = [check("R1 steps: switch distance, trained / init: DLGN", "0.6", "0.5", "0.95", "<=", "0.9", "inconclusive"),
+          check("R1 steps: switch distance, trained / init: ReLU", "0.5", "0.45", "0.55", "<=", "0.9", "pass")]
+    record["notebooks"]["08"] = {"rule": 4, "verdicts": [{"claim": "C7", "profile": "full", "word": "INCONCLUSIVE",
+                                                        "n_pass": 1, "n_checks": 2, "checks": c7}],
+                                 "parts": [{"claim": "C7", "label": "a", "word": "INCONCLUSIVE", "dlgn_undecided": True}]}
+    assert full_results.key_check("C7", "a", record).name.endswith(": DLGN")
+    record["notebooks"]["08"]["parts"][0].update(word="HOLDS", dlgn_undecided=False)
+    c7[0]["outcome"] = "pass"
+    assert full_results.key_check("C7", "a", record).name.endswith(": ReLU")
 
 
 def test_no_runtime_is_typed_into_prose_by_hand():

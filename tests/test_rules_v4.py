@@ -323,8 +323,7 @@ def test_the_readme_reads_each_claim_by_parts_from_the_full_records_of_its_noteb
                      {"claim": "C6", "label": "b", "word": "DOES NOT HOLD", "dlgn_undecided": False}]
     record = {"notebooks": {"07": {"rule": 4, "parts": found, "verdicts": []}}}
     assert full_results.part_words("C6", record) == {"a": ("HOLDS", []), "b": ("DOES NOT HOLD", [])}
-    table = readme_blocks.parts_table(record)
-    assert "| C6: later-layer half-spaces cluster in training | *HOLDS IN PART* (1 of 2) | (a) HOLDS<br>(b) **DOES NOT HOLD** |" in table
+    assert readme_blocks.claim_by_parts("C6", record) == ("*HOLDS IN PART* (1 of 2)", ["(a) HOLDS", "(b) **DOES NOT HOLD**"])
     # a part decided in two notebooks is pending while one of them has no v4 full record
     record["notebooks"]["05"] = {"rule": 4, "verdicts": [], "parts": [
         {"claim": "C5", "label": "c", "word": "HOLDS", "dlgn_undecided": False}]}
@@ -361,7 +360,7 @@ def test_a_part_decided_in_one_notebook_is_read_before_the_others_ran(claim, not
     words = full_results.part_words(claim, record)
     assert {label: words[label] for label in expected} == expected
     if claim == "C5":
-        assert "(a) **DOES NOT HOLD** (decided before 10 ran)" in readme_blocks.parts_table(record)
+        assert "(a) **DOES NOT HOLD** (decided before 10 ran)" in readme_blocks.claim_by_parts(claim, record)[1]
 
 
 def _entry(parts_words, outcomes, cpu="6/167/1"):
@@ -395,7 +394,8 @@ def test_a_part_read_differently_by_the_full_records_of_two_cpus_is_machine_sens
     assert full_results.machine_sensitive(record["notebooks"]["07"]) == {_C6["n_f"]}
     assert full_results.part_words("C6", record) == {"a": ("HOLDS", []), "b": ("INCONCLUSIVE", [])}
     assert full_results.sensitive_parts("C6", record) == {"b"}
-    assert "(b) *INCONCLUSIVE* (machine-sensitive: the CPUs' full records differ)" in readme_blocks.parts_table(record)
+    assert readme_blocks.claim_by_parts("C6", record)[1][1].startswith(
+        "(b) *INCONCLUSIVE* (machine-sensitive: the CPUs' full records differ): ")
     # both CPUs say DOES NOT HOLD, but each through another check: no check fails on both, so inconclusive
     other = _entry({"a": "HOLDS", "b": "DOES NOT HOLD"},
                    {_C6["g_f"]: "pass", _C6["g_o"]: "pass", _C6["n_f"]: "pass", _C6["n_o"]: "fail"}, "25/1/1")

@@ -15,7 +15,7 @@ from .. import locations
 from .executed import (FULL_RECORD, SERIES_NOTE, _notebooks, _record_of, _verdicts_from_record, code_path_of,
                        seconds_of, verdicts_of)
 
-__all__ = ["recorded_for"]
+__all__ = ["key_check", "recorded_for"]
 
 
 NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
@@ -309,6 +309,40 @@ def part_words(claim: str, record: dict) -> dict[str, tuple[str, list[str]]]:
         else:
             out[label] = ("pending", missing)
     return out
+
+
+def key_check(claim: str, label: str, record: dict):
+    """The check that speaks for a part in the full record (its key number): a failing check when
+    the part does not hold, an inconclusive one when it is inconclusive, else the passing check
+    nearest its bar (its interval's end to the bar, relative to the bar's size). For a like-for-like
+    part, the other net's checks (the ones held to the DLGN's bar), or the DLGN's where its own
+    check left the part undecided. None when no v4 record has one."""
+    from dlgn_lib import parts
+    word = part_words(claim, record).get(label, ("pending", []))[0]
+    part = parts.registered_parts(claim)[label]
+    found, dlgn = [], []
+    for r in part["checks"]:
+        entry = record.get("notebooks", {}).get(r["notebook"]) or {}
+        if not entry or ((entry.get("rule") or 0) < 4 and "decided_by" not in part):
+            continue
+        checks = [c for v in _verdicts_from_record(entry) for c in v.checks]
+        found += [c for c in checks if fnmatch.fnmatchcase(c.name, r.get("other", r.get("check")) + "*")]
+        dlgn += [c for c in checks if "dlgn" in r and fnmatch.fnmatchcase(c.name, r["dlgn"] + "*")]
+    if not found:
+        return None
+    # an undecided or failing part: its check of that outcome (the DLGN's, where the other net's
+    # checks do not explain it: a like-for-like part is inconclusive when the DLGN is undecided)
+    wanted = {parts.DOES_NOT_HOLD: "fail", parts.INCONCLUSIVE: "inconclusive"}.get(word)
+    pool = [c for c in found if c.outcome == wanted] or [c for c in dlgn if c.outcome == wanted] or found
+
+    def margin(c) -> float:
+        try:
+            bar = float(c.threshold)
+            end = float(c.low if c.op.startswith(">") else c.high) if c.low is not None else float(c.value)
+        except (TypeError, ValueError):
+            return float("inf")
+        return (end - bar if c.op.startswith(">") else bar - end) / max(abs(bar), 1e-12)
+    return min(pool, key=margin)
 
 
 def full_record(path: Path = FULL_RECORD) -> dict:

@@ -81,51 +81,58 @@ def _word(word: str) -> str:
     return {"SUPPORTED": "SUPPORTED", "NOT SUPPORTED": "**NOT SUPPORTED**"}.get(word, f"*{word}*")
 
 
-def bottom_lines_table(data: dict[str, full_results.Measured]) -> str:
-    """The short table that opens README and the book: per claim, its bottom line at paper scale
-    (``full``, by the registered combination), the quick result, and the notebooks. Details and
-    history follow in the claims table."""
+def claim_by_parts(claim: str, record: dict) -> tuple[str, list[str]]:
+    """A claim's bottom line by parts under full (rules v4) and each part's text: its word, where
+    it was decided early or is machine-sensitive, and its key number (``full_results.key_check``)."""
+    from dlgn_lib import parts
+    words = full_results.part_words(claim, record)
+    decided = [w for w, _ in words.values() if w != "pending"]
+    if len(decided) == len(words):
+        word, k, n = parts.claim_word(decided)
+        line = f"{_word_v4(word)} ({k} of {n})" if word == parts.HOLDS_IN_PART else _word_v4(word)
+    else:
+        line = f"*pending*: {len(decided)} of {len(words)} parts decided"
+    sensitive = full_results.sensitive_parts(claim, record)
+    shown = []
+    for label, (w, m) in words.items():
+        if w == "pending":
+            shown.append(f"({label}) *pending*: no v4 full run of {', '.join(m)}")
+            continue
+        text = f"({label}) {_word_v4(w)}" + (f" (decided before {', '.join(m)} ran)" if m else "")
+        if label in sensitive:
+            text += " (machine-sensitive: the CPUs' full records differ)"
+        if (c := full_results.key_check(claim, label, record)) is not None:
+            interval = f" [{c.low}, {c.high}]" if c.low is not None else ""
+            text += f": {c.name} {c.value}{interval} ({c.op} {c.threshold})"
+        shown.append(text)
+    return line, shown
+
+
+def bottom_lines_table(data: dict[str, full_results.Measured], record: dict) -> str:
+    """The table that opens README and the book: per claim, its bottom line at paper scale by parts
+    (rules v4: HOLDS, HOLDS IN PART k of n, DOES NOT HOLD, INCONCLUSIVE; pending while a notebook
+    deciding a part has no v4 full run), each part with its word and key number (``key_check``),
+    the rules v3 bottom line beside it (one AND over every check), the quick result and the
+    notebooks. Details and history follow in the claims table."""
     from dlgn_lib.verdict import PENDING, bottom_line, combination_rule
-    rows = ["| claim | at paper scale (`full`) | `quick` (minutes on a laptop) | notebooks |", "|---|---|---|---|"]
+    rows = ["| claim | at paper scale (`full`), by parts | its parts: word and key number | rules v3 (`full`, one AND "
+            "over every check) | `quick` | notebooks |", "|---|---|---|---|---|---|"]
     for claim, _, notebooks in full_results.CLAIMS:
         if not claim.startswith("C"):
             continue
-        words, waiting = {}, []
+        line, shown = claim_by_parts(claim, record)
+        v3 = {}
         for n in combination_rule()["claims"][claim]:
             mine = [v for v in (data[n].full or []) if v.claim == claim]
-            words[n] = mine[0].word if mine and full_results.full_is_current(data[n]) else None
-            if words[n] is None:
-                waiting.append(n + (f" (earlier rule: {mine[0].word})" if mine else ""))
-        line = bottom_line(claim, words)
-        full = _word(line) if line != PENDING else f"*pending*: no `full` run under the current rule in {', '.join(waiting)}"
+            v3[n] = mine[0].word if mine and full_results.full_is_current(data[n]) else None
+        old = bottom_line(claim, v3)
+        old = _word(old) if old != PENDING else "*pending*"
         quick_words = {n: v.word for n in notebooks for v in (data[n].quick or []) if v.claim == claim}
         quick = (_word(next(iter(quick_words.values()))) if len(set(quick_words.values())) == 1
                  else ", ".join(f"{n} {_word(w)}" for n, w in quick_words.items())) if quick_words else "—"
         links = ", ".join(f"[{n}](notebooks/{data[n].name}.ipynb)" for n in notebooks)
-        rows.append(f"| {claim}: {escape(full_results.SHORT_CLAIMS[claim])} | {escape(full)} | {escape(quick)} | {links} |")
-    return "\n".join(rows)
-
-
-def parts_table(record: dict) -> str:
-    """The bottom lines by parts (rules v4): per claim, its word from its parts' words under full,
-    and each part with its word; pending parts name the notebooks whose v4 full run is missing."""
-    from dlgn_lib import parts
-    rows = ["| claim | bottom line by parts (rules v4, `full`) | its parts |", "|---|---|---|"]
-    for claim in parts.registry()["claims"]:
-        words = full_results.part_words(claim, record)
-        decided = [w for w, _ in words.values() if w != "pending"]
-        if len(decided) == len(words):
-            word, k, n = parts.claim_word(decided)
-            line = f"{_word_v4(word)} ({k} of {n})" if word == parts.HOLDS_IN_PART else _word_v4(word)
-        else:
-            line = f"*pending*: {len(decided)} of {len(words)} parts decided"
-        sensitive = full_results.sensitive_parts(claim, record)
-        shown = "<br>".join(f"({label}) " + ('*pending*: no v4 full run of ' + ', '.join(m) if w == "pending" else
-                                             _word_v4(w) + (f" (decided before {', '.join(m)} ran)" if m else "")
-                                             + (" (machine-sensitive: the CPUs' full records differ)"
-                                                if label in sensitive else ""))
-                            for label, (w, m) in words.items())
-        rows.append(f"| {claim}: {escape(full_results.SHORT_CLAIMS[claim])} | {escape(line)} | {escape(shown)} |")
+        rows.append(f"| {claim}: {escape(full_results.SHORT_CLAIMS[claim])} | {escape(line)} | "
+                    f"{escape('<br>'.join(shown))} | {escape(old)} | {escape(quick)} | {links} |")
     return "\n".join(rows)
 
 

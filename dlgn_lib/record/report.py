@@ -68,9 +68,8 @@ def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = F
     data = full_results.measured(notebooks_dir, record)
     out = {}
     readme = README.read_text()
-    readme = _replace_block(readme, "bottom", readme_blocks.bottom_lines_table(data), str(README))
+    readme = _replace_block(readme, "bottom", readme_blocks.bottom_lines_table(data, full_results.full_record(record)), str(README))
     readme = _replace_block(readme, "claims", readme_blocks.claims_table(data), str(README))
-    readme = _replace_block(readme, "parts", readme_blocks.parts_table(full_results.full_record(record)), str(README))
     readme = _replace_block(readme, "history", readme_blocks.history_table(), str(README))
     from dlgn_lib.record import reproduce
     spread = reproduce.load_record()

@@ -93,18 +93,13 @@ the notebooks and move every control, install the package (`make lab`).
 
 ## What holds
 
-Each claim of the paper's abstract, judged by rules fixed before the runs. A claim is SUPPORTED
-at paper scale only when every notebook that judges it says so under the `full` profile.
+Each claim of the paper's abstract, split into the parts it states and judged by rules fixed
+before the runs (rules v4): a part holds only when every check deciding it passes under the `full`
+profile, and a claim's bottom line says how many of its parts hold. Each part shows the check that
+speaks for it with its 90 % interval; beside it, the bottom line as rules v3 read a claim (one AND
+over all of its checks).
 
-{readme_blocks.bottom_lines_table(data)}
-
-## By parts (rules v4)
-
-Under rules v4 (registered before their runs) each claim is split into the parts it states; a
-part holds only when every check deciding it passes, and a claim's bottom line says how many of
-its parts hold. The table above stays until every notebook of a claim has its v4 `full` run.
-
-{readme_blocks.parts_table(full_results.full_record())}
+{readme_blocks.bottom_lines_table(data, full_results.full_record())}
 
 ## Claims and verdicts in detail
 
