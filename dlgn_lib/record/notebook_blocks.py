@@ -7,9 +7,11 @@ from . import full_results, readme_blocks
 __all__ = []
 
 
-def results_block(m: full_results.Measured, spread: dict | None = None) -> str:
+def results_block(m: full_results.Measured, spread: dict | None = None, record: dict | None = None) -> str:
     """A notebook's results block; a quick check whose pass/fail changed across the CPU code paths of
-    the spread record is marked fragile, with how many code paths passed it."""
+    the spread record is marked fragile, with how many code paths passed it. Under ``full``, each
+    claim whose parts this notebook decides opens with its bottom line by parts (rules v4, from every
+    notebook deciding it in ``record``); the checks follow, headed by their rules v3 reading."""
     outcomes = (spread or {}).get("notebooks", {}).get(m.notebook, {}).get("checks", {})
     lines = []
     for profile, verdicts in (("quick", m.quick), ("full", m.full)):
@@ -24,9 +26,12 @@ def results_block(m: full_results.Measured, spread: dict | None = None) -> str:
             lines[-1] += (f" It ran under rules v{m.full_rule}" if m.full_rule is not None else
                           " It ran under the rule before rules v3") + \
                 f"; rules v{full_results.current_rule(m.notebook)} has no `full` run yet."
+        if profile == "full" and record is not None and full_results.full_is_current(m):
+            lines += _by_parts(m.notebook, record)
         for v in verdicts:
             seeds = any(c.low is not None for c in v.checks)   # rules v3: checks over seeds with intervals
-            lines += ["", f"{v.claim}: {v.short()}", ""]
+            lines += ["", f"{v.claim}: {v.short()}" if profile == "quick" else
+                      f"{v.claim}, its checks here (read as rules v3 did, one AND: {v.short()})", ""]
             lines += (["| check | value | 90% interval | threshold | over | |", "|---|---|---|---|---|---|"] if seeds
                       else ["| check | value | threshold | |", "|---|---|---|---|"])
             lines += [f"| {readme_blocks.escape(c.name)} | {c.value} | "
@@ -38,6 +43,21 @@ def results_block(m: full_results.Measured, spread: dict | None = None) -> str:
             lines.append("No verdict in this notebook.")
         lines.append("")
     return "\n".join(lines).rstrip()
+
+
+def _by_parts(notebook: str, record: dict) -> list[str]:
+    """The bottom line by parts of each claim whose parts ``notebook`` decides."""
+    from dlgn_lib import parts
+    lines = []
+    for claim in parts.registry()["claims"]:
+        labels = [label for label, part in parts.registered_parts(claim).items()
+                  if any(r["notebook"] == notebook for r in part["checks"])]
+        if not labels:
+            continue
+        line, shown = readme_blocks.claim_by_parts(claim, record)
+        lines += ["", f"{claim} by parts (rules v4, from every notebook deciding it): {line}", ""]
+        lines += [f"- {text}" + ("" if text[1:text.index(")")] in labels else " (decided elsewhere)") for text in shown]
+    return lines
 
 
 def _fragile(outcomes: dict) -> str:

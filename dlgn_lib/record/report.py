@@ -88,7 +88,7 @@ def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = F
     out[COURSE_GUIDE] = _replace_block(guide, "classwalk", classwalk.table(classwalk.load_record()), str(COURSE_GUIDE))
     for nb_id, path in _notebooks(notebooks_dir).items():
         source = notebook_blocks.results_cell(nbformat.read(path, as_version=4)).source
-        out[path] = _replace_block(source, "results", notebook_blocks.results_block(data[nb_id], spread), str(path))
+        out[path] = _replace_block(source, "results", notebook_blocks.results_block(data[nb_id], spread, full_results.full_record(record)), str(path))
     return out
 
 
