@@ -184,19 +184,14 @@ def test_a_worker_with_another_run_cache_is_refused(dask_client, tmp_path, monke
 @pytest.fixture
 def notebooks(tmp_path):
     """01 runs a second and prints verdicts and where it ran; 02 prints its start, then raises."""
-    folder = tmp_path / "notebooks"
-    folder.mkdir()
-    write_notebook(
-        folder / "01_good.ipynb",
-        "import os, time\nprint('start', time.time())",
-        "import torch, dlgn_lib\nprint('threads', torch.get_num_threads())\nprint('parent', os.getppid())",
-        "time.sleep(1.5)\nprint('C1 (paths = forward): SUPPORTED')\nprint('C2 midway: NOT SUPPORTED')",
-        "print('end', time.time())",
-        parameters='PROFILE = "quick"',
-    )
-    write_notebook(folder / "02_bad.ipynb", "import time\nprint('start', time.time())",
-                   "raise ValueError('PROFILE must be quick or full')")
-    return folder
+    from tests.test_series import series_folder
+    return series_folder(
+        tmp_path,
+        ["import os, time\nprint('start', time.time())",
+         "import torch, dlgn_lib\nprint('threads', torch.get_num_threads())\nprint('parent', os.getppid())",
+         "time.sleep(1.5)\nprint('C1 (paths = forward): SUPPORTED')\nprint('C2 midway: NOT SUPPORTED')",
+         "print('end', time.time())"],
+        ["import time\nprint('start', time.time())", "raise ValueError('PROFILE must be quick or full')"])
 
 
 def printed(path: Path) -> dict[str, str]:
@@ -265,10 +260,8 @@ def no_cluster(monkeypatch, tmp_path):
     ],
 )
 def test_bad_arguments_fail_before_any_cluster_starts(notebooks, no_cluster, capsys, arguments, message):
-    with pytest.raises(SystemExit) as exit_info:
-        series.main(["run", "--notebooks", str(notebooks), *arguments])
-    assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
+    from tests.test_series import exits_on_bad_arguments
+    exits_on_bad_arguments(notebooks, arguments, message, capsys)
     assert not no_cluster.exists()
 
 

@@ -143,7 +143,7 @@ def test_every_temporary_folder_has_one_naming_scheme_that_the_next_writer_clean
     into = tmp_path / "class"
     into.mkdir()
     # the child stages the bundle, then stops before it moves anything into place; it is killed there
-    code = ("import os, sys, time\nfrom dlgn_lib import bundle, runs\n"
+    code = ("import os, sys, time\nfrom dlgn_lib import runs\nfrom dlgn_lib.record import bundle\n"
             "real = runs.verify_entry\n"
             "def stall(folder, key=None):\n"
             "    print('staged', flush=True); time.sleep(60)\n"
@@ -267,7 +267,7 @@ def test_ctrl_c_during_runs_export_or_import_says_what_is_left_and_exits_130(tmp
              "def verify(folder, key=None):\n    print('writing', flush=True); time.sleep(60)\n"
              "runs.verify_entry = verify\n")
     args = [str(file)] if command == "export" else [str(file), "--into", str(into)]
-    code = (f"import sys, time\nfrom dlgn_lib import bundle, runs\n{stall}"
+    code = (f"import sys, time\nfrom dlgn_lib import runs\nfrom dlgn_lib.record import bundle\n{stall}"
             f"sys.exit(bundle.main({[command, *args]!r}))\n")
     child = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
@@ -288,7 +288,7 @@ def test_an_export_killed_mid_write_leaves_a_temporary_the_next_export_removes(t
     env = {"DLGN_RUNS_DIR": str(tmp_path / "runs")}
     assert _python(TRAIN_ONE, env=env).returncode == 0
     out = tmp_path / "out"
-    code = ("import tarfile, time\nfrom dlgn_lib import bundle\n"
+    code = ("import tarfile, time\nfrom dlgn_lib.record import bundle\n"
             "def add(self, *a, **k):\n    print('writing', flush=True); time.sleep(60)\n"
             f"tarfile.TarFile.add = add\nbundle.export({str(out / 'b.tar.gz')!r})\n")
     child = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True,

@@ -24,21 +24,27 @@ def write_notebook(path: Path, *sources: str, parameters: str | None = None) -> 
     return path
 
 
+def series_folder(tmp_path, good, bad, others=()):
+    """notebooks/ with 01_good (``good``'s cells, after a parameters cell), 02_bad (``bad``'s) and
+    ``others``, (name, source) pairs of more notebooks."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    write_notebook(folder / "01_good.ipynb", *good, parameters='PROFILE = "quick"')
+    write_notebook(folder / "02_bad.ipynb", *bad)
+    for name, source in others:
+        write_notebook(folder / name, source)
+    return folder
+
+
 @pytest.fixture
 def notebooks(tmp_path):
     """A series folder: 01 prints two verdicts, 02 raises; two files that are not series notebooks."""
-    folder = tmp_path / "notebooks"
-    folder.mkdir()
-    write_notebook(
-        folder / "01_good.ipynb",
-        "import sys\nprint('interpreter', sys.executable)\nprint('profile', PROFILE)",
-        "print('max error 3.1e-12\\nC1 (paths = forward): SUPPORTED')\nprint('C2 midway: NOT SUPPORTED')",
-        parameters='PROFILE = "quick"',
-    )
-    write_notebook(folder / "02_bad.ipynb", "raise ValueError('PROFILE must be quick or full')")
-    write_notebook(folder / "scratch.ipynb", "print('SUPPORTED')")
-    write_notebook(folder / "3_short_id.ipynb", "print('SUPPORTED')")
-    return folder
+    return series_folder(
+        tmp_path,
+        ["import sys\nprint('interpreter', sys.executable)\nprint('profile', PROFILE)",
+         "print('max error 3.1e-12\\nC1 (paths = forward): SUPPORTED')\nprint('C2 midway: NOT SUPPORTED')"],
+        ["raise ValueError('PROFILE must be quick or full')"],
+        [("scratch.ipynb", "print('SUPPORTED')"), ("3_short_id.ipynb", "print('SUPPORTED')")])
 
 
 @pytest.fixture
@@ -138,11 +144,16 @@ def test_bad_arguments_fail_before_anything_runs(notebooks, build, monkeypatch, 
         raise AssertionError("a notebook was executed despite bad arguments")
 
     monkeypatch.setattr(papermill, "execute_notebook", must_not_run)
+    exits_on_bad_arguments(notebooks, arguments, message, capsys)
+    assert not build.exists()
+
+
+def exits_on_bad_arguments(notebooks, arguments, message, capsys):
+    """``series run`` with bad arguments exits with status 2 and names the problem."""
     with pytest.raises(SystemExit) as exit_info:
         series.main(["run", "--notebooks", str(notebooks), *arguments])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
-    assert not build.exists()
 
 
 def test_empty_folder_is_an_error_not_an_empty_success(tmp_path, build):
