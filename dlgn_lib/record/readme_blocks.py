@@ -143,7 +143,8 @@ def _word_v4(word: str) -> str:
 def claims_table(data: dict[str, full_results.Measured]) -> str:
     """One line per claim: its bottom line under full (the registered combination of its notebooks,
     reconstruction §8.1), its quick results, and where it is shown."""
-    rows = ["| id | claim (paraphrased from the abstract) | bottom line (`full`) | `quick` | shown in |",
+    rows = ["| id | claim (paraphrased from the abstract) | bottom line as rules v3 read it (`full`, one AND) | `quick` | "
+            "shown in |",
             "|---|---|---|---|---|"]
     for claim, text, notebooks in full_results.CLAIMS:
         links = ", ".join(f"[{data[n].name.replace('_', ' ', 1)}](notebooks/{data[n].name}.ipynb)" for n in notebooks)
