@@ -87,7 +87,7 @@ def _cos_of(vectors_or_cos, is_cos: bool) -> np.ndarray:
     return cos
 
 
-def nearest_neighbour_abs_cos(vectors, *, is_cos: bool = False) -> np.ndarray:
+def _nearest_neighbour_abs_cos(vectors, *, is_cos: bool = False) -> np.ndarray:
     """Per unit, ``max_{j≠i} |cos(i, j)|``: how close its nearest other unit is (m,).
 
     Args:
@@ -108,7 +108,7 @@ def clustering_score(vectors, threshold: float = DEFAULT_THRESHOLD, *, is_cos: b
     1 when every unit has a near-parallel (or anti-parallel) partner.
     """
     threshold = _check_threshold(threshold)
-    return float(np.mean(nearest_neighbour_abs_cos(vectors, is_cos=is_cos) >= threshold))
+    return float(np.mean(_nearest_neighbour_abs_cos(vectors, is_cos=is_cos) >= threshold))
 
 
 def _linkage(cos: np.ndarray, method: str) -> np.ndarray:

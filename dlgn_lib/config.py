@@ -260,7 +260,7 @@ def check_parameters(**params) -> None:
             raise ParameterError(f"unknown notebook parameter {name}; known: " + ", ".join(PARAMETERS))
 
 
-def notebook_parameters(notebook: str, namespace: Mapping[str, Any]) -> dict[str, Any]:
+def _notebook_parameters(notebook: str, namespace: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters found in a notebook's namespace, checked against what the notebook declares.
 
     Every public name that is not a module, not one of IPython's and not declared by the notebook
@@ -306,7 +306,7 @@ def setup(notebook: str, namespace: Mapping[str, Any], *, show: bool = True) -> 
     before any work. ``EPOCHS`` and ``SEEDS`` replace the sizes of ``PARAMETER_SIZES``. Prints the
     sizes unless ``show`` is false.
     """
-    params = notebook_parameters(notebook, namespace)
+    params = _notebook_parameters(notebook, namespace)
     mapping = {**PARAMETER_SIZES, **NOTEBOOK_PARAMETER_SIZES.get(notebook, {})}
     overrides = {size: params[name] for name in ("EPOCHS", "SEEDS") if name in params
                  for size in mapping[name]}

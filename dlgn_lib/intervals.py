@@ -535,7 +535,7 @@ def coverage(statistic: str, n: int, family: str, reps: int = 4000, seed: int = 
                                  for start in range(0, reps, width)]).mean())
 
 
-def coverage_table(sizes=(5, 10), reps: int = 4000, seed: int = 0) -> list[tuple[str, int, str, float, float]]:
+def _coverage_table(sizes=(5, 10), reps: int = 4000, seed: int = 0) -> list[tuple[str, int, str, float, float]]:
     """(statistic, n, family, v3 coverage, v4 coverage) for every statistic, size and family."""
     return [(statistic, n, family, *(coverage(statistic, n, family, reps, seed, method) for method in METHODS))
             for statistic in STATISTICS for n in sizes for family in FAMILIES]
@@ -552,7 +552,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     print(f"coverage of the {LEVEL:.0%} intervals, {args.reps:,} simulated data sets per cell (seed {args.seed})")
     print(f"{'statistic':<16}{'n':>3}  {'family':<14}{'v3 bootstrap':>13}{'v4':>8}")
-    for statistic, n, family, v3, v4 in coverage_table(reps=args.reps, seed=args.seed):
+    for statistic, n, family, v3, v4 in _coverage_table(reps=args.reps, seed=args.seed):
         print(f"{statistic:<16}{n:>3}  {family:<14}{v3:>13.3f}{v4:>8.3f}")
 
 

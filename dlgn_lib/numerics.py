@@ -106,10 +106,10 @@ def cache_tag() -> str | None:
 def torch_came_first() -> bool:
     """Whether the pin asked for ATen's portable kernels and torch runs others: torch was imported
     before :mod:`dlgn_lib` (not a user's own ``ATEN_CPU_CAPABILITY``)."""
-    return mode() == "pinned" and "ATEN_CPU_CAPABILITY" not in overrides() and not is_pinned()
+    return mode() == "pinned" and "ATEN_CPU_CAPABILITY" not in overrides() and not _is_pinned()
 
 
-def is_pinned() -> bool:
+def _is_pinned() -> bool:
     """Whether this process runs ATen's portable kernels, as the pin asks (False when torch came first)."""
     import torch
     return torch.backends.cpu.get_cpu_capability() == "DEFAULT"

@@ -625,7 +625,7 @@ class _NotStorable(ValueError):
     """A table whose stored form would not read back equal to it."""
 
 
-def analysis_cache_enabled(environ=os.environ) -> bool:
+def _analysis_cache_enabled(environ=os.environ) -> bool:
     """Whether tables are cached (``DLGN_ANALYSIS_CACHE``: ``on``, the default, or ``off``)."""
     value = environ.get("DLGN_ANALYSIS_CACHE", "on")
     if value not in ("on", "off"):
@@ -652,7 +652,7 @@ def _library_hash() -> str:
 _CODE_HASH = _library_hash()
 
 
-def code_hash() -> str:
+def _code_hash() -> str:
     """SHA-256 of every ``.py`` and ``.json`` file of the library (paths and contents), as imported."""
     return _CODE_HASH
 
@@ -770,7 +770,7 @@ def _table_checksum(stored: dict) -> str:
 # --------------------------------------------------------------------------- read and write
 
 def _analysis_path(k: str) -> Path:
-    return analysis_folder() / f"{code_hash()[:16]}-{k[:32]}.json"
+    return analysis_folder() / f"{_code_hash()[:16]}-{k[:32]}.json"
 
 
 def _load_analysis(path: Path, k: str) -> pd.DataFrame | None:
@@ -794,7 +794,7 @@ def _remove_analysis(path: Path) -> None:
 
 
 def _save_analysis(path: Path, k: str, label: str, stored: dict) -> None:
-    entry = {"format": ANALYSIS_FORMAT, "key": k, "label": label, "code": code_hash(), "sha256": _table_checksum(stored),
+    entry = {"format": ANALYSIS_FORMAT, "key": k, "label": label, "code": _code_hash(), "sha256": _table_checksum(stored),
              "table": stored}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -806,7 +806,7 @@ def _save_analysis(path: Path, k: str, label: str, stored: dict) -> None:
         if "fh" in locals():
             _remove_analysis(Path(fh.name))
         return
-    prefix = code_hash()[:16]
+    prefix = _code_hash()[:16]
     for old in path.parent.glob("*.json"):   # entries of other library versions can never be served again
         if not old.name.startswith(prefix):
             _remove_analysis(old)
@@ -820,7 +820,7 @@ def cached_table(label: str, params: Mapping, runs: Iterable, compute: Callable[
         params: every other input of ``compute`` (JSON-able; tensors as :func:`tensor_hash`).
         runs: the runs ``compute`` reads, in a fixed order.
     """
-    if not analysis_cache_enabled():
+    if not _analysis_cache_enabled():
         return compute()
     runs = list(runs)
     k = analysis_key(label, params, runs)

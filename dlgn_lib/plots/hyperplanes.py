@@ -230,7 +230,7 @@ def _value_weights(model):
             head.detach().double().cpu())
 
 
-def heaviest_units(weights, n: int) -> np.ndarray:
+def _heaviest_units(weights, n: int) -> np.ndarray:
     """Indices of the ``n`` largest weights, largest first (ties: the lower index first)."""
     weights = np.asarray(weights, dtype=float)
     return np.argsort(-weights, kind="stable")[:n]
@@ -318,7 +318,7 @@ def _selection(rows_per_layer, weights, columns, image_shape, labels, cmap, colo
     image = None
     for r, (rows, label) in enumerate(zip(rows_per_layer, labels)):
         w = None if weights is None else weights[r]
-        chosen = np.arange(len(rows))[:n_show] if w is None else heaviest_units(w, n_show)
+        chosen = np.arange(len(rows))[:n_show] if w is None else _heaviest_units(w, n_show)
         total = None if w is None else w.sum()
         for c, ax in enumerate(axes[r]):
             if c >= len(chosen):

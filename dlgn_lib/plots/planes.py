@@ -124,7 +124,7 @@ def _accuracy_at(run, epoch) -> float:
     return run.history["test_metric"][i]
 
 
-def run_title(run, epoch="best") -> str:
+def _run_title(run, epoch="best") -> str:
     """Panel title: the model's name and its test accuracy at that epoch."""
     name = MODEL_NAMES.get(run.config.model.kind, run.config.model.kind)
     return f"{name}\ntest acc {_accuracy_at(run, epoch):.3f}"
@@ -167,7 +167,7 @@ def decision_functions(runs: Sequence, *, epoch="best", ncols: int | None = None
         box = boxes.setdefault(run.config.data, data_box(ds))
         draw_decision_function(ax, run.model_at(epoch), box, resolution=resolution)
         _points(ax, getattr(ds, f"x_{points}").numpy(), getattr(ds, f"y_{points}").numpy(), size=8)
-        _frame(ax, box, titles[k] if titles is not None else run_title(run, epoch))
+        _frame(ax, box, titles[k] if titles is not None else _run_title(run, epoch))
         if row_labels is not None and k % ncols == 0:
             ax.set_ylabel(row_labels[k // ncols])
     used = [ax for ax in axes.flat if ax.figure is fig and ax.get_images()]

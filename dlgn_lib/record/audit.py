@@ -207,7 +207,7 @@ def _git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
     return done.stdout
 
 
-def repository_root(path: Path) -> Path:
+def _repository_root(path: Path) -> Path:
     """The top folder of the git repository holding ``path``; AuditError when there is none, when
     its history is shallow (older commits missing) or when it has no commit yet."""
     path = Path(path)
@@ -321,16 +321,16 @@ def rule_key(rule: dict) -> tuple[str, tuple[str, ...], int]:
     return str(rule["notebook"]), claim_key(rule["claim"]), int(rule["version"])
 
 
-def rule_entries(registry) -> list[dict]:
+def _rule_entries(registry) -> list[dict]:
     """Every rule of a registry, in the file's order: each object with a notebook, claim and version,
     wherever it sits (the top-level ``rules`` list, or a list inside another object, such as
     rules v4's ``{"v4": {"rules": [...]}}``)."""
     if isinstance(registry, dict):
         if {"notebook", "claim", "version"} <= set(registry):
             return [registry]
-        return [r for value in registry.values() for r in rule_entries(value)]
+        return [r for value in registry.values() for r in _rule_entries(value)]
     if isinstance(registry, list):
-        return [r for value in registry for r in rule_entries(value)]
+        return [r for value in registry for r in _rule_entries(value)]
     return []
 
 
@@ -339,7 +339,7 @@ def _rules_of(text: bytes | str, where: str) -> list[dict]:
         registry = json.loads(text)
         if not isinstance(registry, dict) or not isinstance(registry.get("rules"), list):
             raise KeyError("rules")
-        rules = rule_entries(registry)
+        rules = _rule_entries(registry)
         for r in rules:
             rule_key(r)
     except (ValueError, KeyError, TypeError) as e:
@@ -347,7 +347,7 @@ def _rules_of(text: bytes | str, where: str) -> list[dict]:
     return rules
 
 
-def notebook_results(notebook: dict) -> set[tuple[str, int]]:
+def _notebook_results(notebook: dict) -> set[tuple[str, int]]:
     """The (claim, rule version) pairs a notebook's committed outputs hold results under: its
     verdict and smoke-test lines, each under the highest version the printed rule lines name for
     its claim (1 where they name none)."""
@@ -369,7 +369,7 @@ def notebook_results(notebook: dict) -> set[tuple[str, int]]:
     return {(claim, versions.get(claim, 1)) for claim in claims}
 
 
-def rule_cell_sources(notebook: dict | None) -> list[str]:
+def _rule_cell_sources(notebook: dict | None) -> list[str]:
     """The sources of a notebook's rule cells: those tagged ``rule``, else the code cells calling
     ``verdict.rules(`` (notebooks from before the tags)."""
     if notebook is None:
@@ -399,7 +399,7 @@ def _json(blob: bytes | None, where: str):
 def audit(repo: Path | str = ".") -> list[Finding]:
     """Audit every rule of the registry (the working tree's ``verdict_rules.json``, else HEAD's)
     against the history of HEAD; one Finding per rule, in the registry's order."""
-    root = repository_root(Path(repo))
+    root = _repository_root(Path(repo))
     history = History.load(root)
 
     # the registry at every commit that changed it
@@ -454,7 +454,7 @@ def audit(repo: Path | str = ".") -> list[Finding]:
     held: dict[str, set[tuple[str, int]]] = {}   # notebook blob → (claim, version) results it holds
     for blob_id, contents in history.iter_blobs(ch.new for _, ch in notebook_changes if ch.new):
         parsed = _json(contents, f"notebook blob {blob_id[:12]}")
-        held[blob_id] = notebook_results(parsed) if isinstance(parsed, dict) else set()
+        held[blob_id] = _notebook_results(parsed) if isinstance(parsed, dict) else set()
     for commit, change in notebook_changes:
         nb = NOTEBOOK_PATH.match(change.path).group(1)
         for claim, version in held.get(change.new, ()) if change.new else ():
@@ -493,8 +493,8 @@ def _carried(history: History, registration: Commit, rule: dict, notebook_paths:
     else:
         pairs = [(changed[p].old, changed[p].new) for p in touched]
         blobs = history.read_blobs([b for pair in pairs for b in pair if b])
-        moved = any(rule_cell_sources(_json(blobs.get(old), f"{p} before {registration.short}") if old else None)
-                    != rule_cell_sources(_json(blobs.get(new), f"{p} at {registration.short}") if new else None)
+        moved = any(_rule_cell_sources(_json(blobs.get(old), f"{p} before {registration.short}") if old else None)
+                    != _rule_cell_sources(_json(blobs.get(new), f"{p} at {registration.short}") if new else None)
                     for p, (old, new) in zip(touched, pairs))
         rule_cell = "yes" if moved else "no (notebook touched, rule cell unchanged)"
         if not moved:

@@ -105,12 +105,12 @@ MODES = {
                   targets_apply=False),
 }
 SERIES_TARGETS = {"cold": 600.0, "warm": 120.0}   # seconds, reconstruction §6
-def series_row_name(state: str) -> str:
+def _series_row_name(state: str) -> str:
     """The name of the series row for a run-cache state ("cold" or "warm")."""
     return f"quick series wall time, {state} run cache"
 
 
-SERIES_ROW_NAMES = tuple(map(series_row_name, SERIES_TARGETS))
+SERIES_ROW_NAMES = tuple(map(_series_row_name, SERIES_TARGETS))
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ def _timer(device: torch.device):
     return timed
 
 
-def matmul_flops(fn) -> int:
+def _matmul_flops(fn) -> int:
     """Matrix-multiply FLOPs that ``fn()`` executes (forward and backward), counted by torch."""
     with FlopCounterMode(display=False) as counter:
         fn()
@@ -192,7 +192,7 @@ class PlainDLGN(nn.Module):
         return torch.cat([-f, f], dim=1)
 
 
-def plain_sd1_loop(config: RunConfig, dataset, device: torch.device):
+def _plain_sd1_loop(config: RunConfig, dataset, device: torch.device):
     """A straightforward training loop of one SD-I seed: Adam, the minibatches in order,
     ``loss.backward()``, validation accuracy under ``no_grad`` after every epoch.
 
@@ -263,7 +263,7 @@ print(*times)
 """
 
 
-def numerics_times(mode: str, device: torch.device, repeats: int) -> dict[str, list[tuple[float, ...]]]:
+def _numerics_times(mode: str, device: torch.device, repeats: int) -> dict[str, list[tuple[float, ...]]]:
     """Seconds of the SD-I run, the circle seeds and FC DLGN steps in fresh processes, pinned and
     native code path alternately (``repeats`` pairs)."""
     script = NUMERICS_SCRIPT.format(threads=torch.get_num_threads(), mode=mode, device=str(device))
@@ -292,21 +292,21 @@ def peak_rss() -> float:
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
 
 
-def sd1_peak_rss(mode: str, device: torch.device, compile_setting: str) -> tuple[float, float]:
+def _sd1_peak_rss(mode: str, device: torch.device, _compile_setting: str) -> tuple[float, float]:
     """Peak resident memory (bytes) of a fresh process that trains the SD-I seeds together, and
     its peak before training (torch and the data loaded). A compiled run compiles from an empty
     compile cache, as on a new machine."""
     script = PEAK_RSS_SCRIPT.format(threads=torch.get_num_threads(), mode=mode, device=str(device))
     with tempfile.TemporaryDirectory(prefix="dlgn-bench-compile-") as cache:
         done = subprocess.run([sys.executable, "-c", script], cwd=locations.REPO_ROOT, capture_output=True,
-                              text=True, check=True, env={**os.environ, "DLGN_COMPILE": compile_setting,
+                              text=True, check=True, env={**os.environ, "DLGN_COMPILE": _compile_setting,
                                                           "TORCHINDUCTOR_CACHE_DIR": cache})
     before, peak = done.stdout.split()[-2:]
     return float(peak), float(before)
 
 
 @contextlib.contextmanager
-def compile_setting(value: str):
+def _compile_setting(value: str):
     """``DLGN_COMPILE`` set to ``value`` inside the block (the trainer reads it per run)."""
     before = os.environ.get("DLGN_COMPILE")
     os.environ["DLGN_COMPILE"] = value
@@ -331,8 +331,8 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
     dataset = train.load_dataset(configs[0].data)
     sd1 = sizes.sd1_configs()
     sd1_data = train.load_dataset(sd1[0].data)
-    plain_one, plain_epoch = plain_sd1_loop(sd1[0], sd1_data, device)
-    plain_many = [plain_sd1_loop(c, sd1_data, device)[0] for c in sd1]
+    plain_one, plain_epoch = _plain_sd1_loop(sd1[0], sd1_data, device)
+    plain_many = [_plain_sd1_loop(c, sd1_data, device)[0] for c in sd1]
     # The protocol's 1,501 epochs compile the step (DLGN_COMPILE=auto); the timed runs are
     # shorter, so they compile as the protocol would, unless compiling is switched off.
     # Toy sizes (the machinery's smoke test) do not compile.
@@ -340,7 +340,7 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
 
     def sd1_fused(configs):
         def run():
-            with compile_setting(sd1_compile):
+            with _compile_setting(sd1_compile):
                 return fused.train_seeds(configs, device=device, progress=False, dataset=sd1_data)
         return run
 
@@ -368,9 +368,9 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
     }
     # Warm-up runs, which also count the FLOPs. The SD-I work is counted on the plain loop's
     # epoch (10 steps, validation): the fused trainer does the same training in other products.
-    flops = {"matmul": 2 * sizes.matmul_n ** 3, "kernel": matmul_flops(jobs["kernel"])}
-    flops.update({kind: matmul_flops(step) for kind, step in steps.items()})
-    flops["sd1 epoch"] = matmul_flops(plain_epoch)
+    flops = {"matmul": 2 * sizes.matmul_n ** 3, "kernel": _matmul_flops(jobs["kernel"])}
+    flops.update({kind: _matmul_flops(step) for kind, step in steps.items()})
+    flops["sd1 epoch"] = _matmul_flops(plain_epoch)
     for name in ("relu", "dlgn", "dlgn_sf"):
         jobs[name]()
     fused.train_seeds(configs[:2], device=device, progress=False, dataset=dataset)
@@ -384,11 +384,11 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
     # state and activations run into denormal floats), so the first epochs alone flatter it.
     whole = [c.replace(epochs=sizes.sd1_protocol_epochs) for c in sd1[:1]]
     say(f"  SD-I, one seed, {sizes.sd1_protocol_epochs} passes, plain loop and package (once each) …")
-    whole_times = {"plain": timed(plain_sd1_loop(whole[0], sd1_data, device)[0]),
+    whole_times = {"plain": timed(_plain_sd1_loop(whole[0], sd1_data, device)[0]),
                    "package": timed(sd1_fused(whole))}
     say("  peak memory of the SD-I seeds trained together (fresh processes) …")
-    peak_rss, rss_before = sd1_peak_rss(mode, device, "0")
-    peak_rss_compiled = sd1_peak_rss(mode, device, "1")[0] if sd1_compile == "1" else float("nan")
+    peak_rss, rss_before = _sd1_peak_rss(mode, device, "0")
+    peak_rss_compiled = _sd1_peak_rss(mode, device, "1")[0] if sd1_compile == "1" else float("nan")
 
     times: dict[str, list[float]] = {name: [] for name in jobs}
     for r in range(sizes.repeats):
@@ -451,7 +451,7 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
         Row("training FLOP/s / matmul FLOP/s, DLGN step",
             per_repeat(lambda r: rate("dlgn", r, sizes.steps) / rate("matmul", r))),
     ]
-    numerics = numerics_times(mode, device, max(1, min(sizes.repeats, 3)))
+    numerics = _numerics_times(mode, device, max(1, min(sizes.repeats, 3)))
     for i, work in enumerate((f"{sd1_name}, one seed, {sizes.sd1_epochs} passes", seeds, f"{fc}, {sizes.steps} steps")):
         rows.append(Row(f"pinned / native code path, time of: {work}", tuple(
             p[i] / n[i] for p, n in zip(numerics["pinned"], numerics["native"]))))
@@ -520,7 +520,7 @@ def series_rows(say=print) -> list[Row]:
             log.write_text(done.stdout)
             note = (series_note(notebook_seconds(done.stdout)) if done.returncode == 0
                     else f"series exited {done.returncode}: {done.stdout[-300:]!r}")
-            rows.append(Row(series_row_name(state), (seconds,),
+            rows.append(Row(_series_row_name(state), (seconds,),
                             ("<=", SERIES_TARGETS[state]), unit=" s", note=note))
     return rows
 
@@ -532,7 +532,7 @@ def load_average() -> str:
     return ", ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
 
 
-def machine_lines(device: torch.device) -> list[str]:
+def _machine_lines(device: torch.device) -> list[str]:
     """Torch version, threads, BLAS, CPU and load: what the numbers depend on."""
     config = torch.__config__.show()
     blas = re.search(r"BLAS_INFO=(\w+)", config)
@@ -664,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(args.device) if args.device else models.default_device()
 
     command = " ".join(["python -m dlgn_lib.record.bench", *(argv if argv is not None else sys.argv[1:])])
-    head = [f"dlgn-halfspace benchmarks (reconstruction §6): {command}", *machine_lines(device),
+    head = [f"dlgn-halfspace benchmarks (reconstruction §6): {command}", *_machine_lines(device),
             f"mode {name}: {sizes.repeats} repeat(s); each ratio is measured within this process, "
             "interleaved; median [min – max] over repeats"]
     if not sizes.targets_apply:
@@ -680,7 +680,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.series or args.series_only:
         rows += series_rows()
     else:
-        rows += [Row(series_row_name(state), (), ("<=", t), unit=" s",
+        rows += [Row(_series_row_name(state), (), ("<=", t), unit=" s",
                      note="add --series (runs the series twice)") for state, t in SERIES_TARGETS.items()]
     text = "\n".join([*head, "", format_table(rows, sizes.targets_apply), "", *reference,
                       f"load average at the end: {load_average()}"])

@@ -172,7 +172,7 @@ def recorded_full(notebook: str | None, claim: str, record: Path | None = None) 
     for v in _verdicts_from_record(entry) if entry else []:
         if v.claim == claim:
             counts = f"{v.n_pass} of {v.n_checks} checks pass"
-            rule, now = recorded_rule(entry.get("rule"), notebook), current_rule(notebook)
+            rule, now = _recorded_rule(entry.get("rule"), notebook), current_rule(notebook)
             # rules v3 counts all three outcomes, also for checks without an interval (08's row counts)
             if any(c.low is not None for c in v.checks) or (rule or 0) >= 3:
                 outcomes = [c.outcome for c in v.checks]
@@ -198,7 +198,7 @@ def current_rule(notebook: str) -> int:
     return max((r["version"] for r in registered_rules(notebook)), default=1)
 
 
-def recorded_rule(rule: int | None, notebook: str) -> int | None:
+def _recorded_rule(rule: int | None, notebook: str) -> int | None:
     """The rule a full record entry ran under: its ``rule``, or, for an entry recorded before rules
     v3 (no version), the notebook's current rule while that is below v3, else None (unknown)."""
     if rule is not None:
@@ -212,7 +212,7 @@ def full_is_current(m: Measured) -> bool:
     before rules v3 says no rule version; it is current while the notebook has no v3 rule."""
     if m.full is None:
         return False
-    return recorded_rule(m.full_rule, m.notebook) == current_rule(m.notebook)
+    return _recorded_rule(m.full_rule, m.notebook) == current_rule(m.notebook)
 
 
 def machine_sensitive(entry: dict) -> set[str]:

@@ -60,7 +60,7 @@ def escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def bottom_line_cell(data: dict[str, full_results.Measured], claim: str) -> str:
+def _bottom_line_cell(data: dict[str, full_results.Measured], claim: str) -> str:
     """A claim's bottom line under full (``verdict.bottom_line``), with each notebook's part."""
     from dlgn_lib.verdict import PENDING, bottom_line, combination_rule
     words, parts = {}, []
@@ -150,7 +150,7 @@ def claims_table(data: dict[str, full_results.Measured]) -> str:
         links = ", ".join(f"[{data[n].name.replace('_', ' ', 1)}](notebooks/{data[n].name}.ipynb)" for n in notebooks)
         quick = "<br>".join(f"{n}: {_verdict_cell(data[n], claim, 'quick')}" for n in notebooks
                             if _verdict_cell(data[n], claim, "quick") != "—") or "— (no verdict)"
-        bottom = bottom_line_cell(data, claim) if claim.startswith("C") else "— (no verdict)"
+        bottom = _bottom_line_cell(data, claim) if claim.startswith("C") else "— (no verdict)"
         rows.append(f"| {claim} | {escape(text)} | {escape(bottom)} | {escape(quick)} | {links} |")
     return "\n".join(rows)
 

@@ -150,7 +150,7 @@ def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
-def cell_outputs(nb, patterns: Sequence[tuple[str, str]] = ()) -> dict[str, dict[str, list[str]]]:
+def _cell_outputs(nb, patterns: Sequence[tuple[str, str]] = ()) -> dict[str, dict[str, list[str]]]:
     """Every code cell's compared outputs, by cell id (cells without outputs left out)."""
     cells = {}
     for index, cell in enumerate(nb["cells"]):
@@ -360,7 +360,7 @@ def _changed_lines(skeletons: Sequence[str]) -> list[str]:
     return changed
 
 
-def relative_spread(entry: Mapping, reference: str) -> float:
+def _relative_spread(entry: Mapping, reference: str) -> float:
     """Largest range / |reference value| of an output's numbers (numbers printed as 0 left out)."""
     worst = 0.0
     values = entry["values"].get(reference) or next(iter(entry["values"].values()))
@@ -378,11 +378,11 @@ def summarise(entries: Mapping[str, Mapping], reference: str) -> dict:
     fragile = {k: e["changed_words"] for k, e in entries.items() if "changed_words" in e}
     checks_changed = [line for lines in fragile.values() for line in lines
                       if "[pass]" in line or "[FAIL]" in line or "VERDICT" in line]
-    worst_key = max(entries, key=lambda k: relative_spread(entries[k], reference), default=None)
+    worst_key = max(entries, key=lambda k: _relative_spread(entries[k], reference), default=None)
     return {
         "numbers": numbers,
         "numbers_that_moved": moved,
-        "largest_relative_spread": round(relative_spread(entries[worst_key], reference), 4) if worst_key else 0.0,
+        "largest_relative_spread": round(_relative_spread(entries[worst_key], reference), 4) if worst_key else 0.0,
         "largest_relative_spread_at": worst_key,
         "fragile_outputs": len(fragile),
         "checks_changed": checks_changed,
@@ -419,13 +419,13 @@ VARIANTS: dict[str, dict[str, str]] = {
 #: AVX-512 or AVX2 kernels and MKL's own branch, whichever the CPU has).
 CI_VARIANT = "native"
 
-def slug(variant: str) -> str:
+def _slug(variant: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in variant.lower()).strip("-").replace("--", "-")
 
 
 # --- running the series under a code path ------------------------------------------------------
 
-def run_series_under(variant_env: Mapping[str, str] | None, out: Path, profile: str, only: Sequence[str] | None,
+def _run_series_under(variant_env: Mapping[str, str] | None, out: Path, profile: str, only: Sequence[str] | None,
                      workers: int | None = None, fresh_cache: bool = True) -> int:
     """Execute the series in a child process with ``variant_env`` set (None: this process's code
     path as it is); notebooks, figures and (when ``fresh_cache``) the run cache all go under
@@ -433,7 +433,7 @@ def run_series_under(variant_env: Mapping[str, str] | None, out: Path, profile: 
     env = dict(os.environ)
     if variant_env is not None:
         # the pin this process applied to itself must not leak into a variant: the child pins anew
-        env = {k: v for k, v in env.items() if k not in reproduce_variables()}
+        env = {k: v for k, v in env.items() if k not in _reproduce_variables()}
         env.update(variant_env)
     env["DLGN_FIGURES_DIR"] = str(out / "figures")
     if fresh_cache:
@@ -446,7 +446,7 @@ def run_series_under(variant_env: Mapping[str, str] | None, out: Path, profile: 
     return subprocess.run(command, env=env, cwd=locations.REPO_ROOT).returncode
 
 
-def reproduce_variables() -> set[str]:
+def _reproduce_variables() -> set[str]:
     """Every variable a variant or the pin sets (cleared before a variant's own are applied)."""
     from dlgn_lib import numerics
     return {name for env in VARIANTS.values() for name in env} | set(numerics.PINNED) | {"DLGN_NUMERICS"}
@@ -478,7 +478,7 @@ def compared_outputs(path: Path, keep: set[str] | None = None, patterns=None) ->
     nb = nbformat.read(path, as_version=4)
     keep = _compared_cells(nb) if keep is None else keep
     patterns = sanitize_patterns() if patterns is None else patterns
-    return {cid: groups for cid, groups in cell_outputs(nb, patterns).items() if cid in keep}
+    return {cid: groups for cid, groups in _cell_outputs(nb, patterns).items() if cid in keep}
 
 
 def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = None,
@@ -753,7 +753,7 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
     out_root = out_root or locations.build_dir() / "spread"
     dirs = {}
     for i, name in enumerate(names, 1):
-        folder = out_root / slug(name)
+        folder = out_root / _slug(name)
         dirs[name] = folder
         expected = [folder / "notebooks" / p.name for p in locations.find_notebooks()
                     if not only or locations.notebook_id(p) in only]
@@ -764,7 +764,7 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
         if folder.exists():
             shutil.rmtree(folder)
         start = time.perf_counter()
-        status = run_series_under(VARIANTS[name], folder, "quick", only, workers)
+        status = _run_series_under(VARIANTS[name], folder, "quick", only, workers)
         if status == 130:   # Ctrl-C reached the child too: stop here, the record is not rewritten
             raise KeyboardInterrupt(f"code path {name!r} interrupted; rerun with --reuse to keep the finished ones")
         print(f"[{i}/{len(names)}] {name}: exit {status} after {time.perf_counter() - start:.0f} s", flush=True)
@@ -906,7 +906,7 @@ def _compare_figures(result: NotebookCheck, nb_id: str, figures: Path, record: M
             details.append(f"{nb_id} figure {png.name}: RMS {rms:.2f} > allowed {allowed:.2f}")
 
 
-def compare_full(nb_id: str, copy: Path, full_record: Mapping, record: Mapping) -> NotebookCheck:
+def _compare_full(nb_id: str, copy: Path, full_record: Mapping, record: Mapping) -> NotebookCheck:
     """One notebook executed under ``full`` against ``docs/full_results.json``: verdicts and check values."""
     result = NotebookCheck(copy.name)
     if not copy.exists():
@@ -949,7 +949,7 @@ def verify(profile: str = "quick", only: Sequence[str] | None = None, out: Path 
         if unknown:
             raise ValueError(f"--only: unknown notebook id(s) {', '.join(unknown)}; available: {', '.join(committed)}")
     if run:
-        run_series_under(None, out, profile, only, workers, fresh_cache=False)
+        _run_series_under(None, out, profile, only, workers, fresh_cache=False)
     record = load_record()
     full_path = locations.REPO_ROOT / "docs" / "full_results.json"
     full_record = json.loads(full_path.read_text()) if full_path.exists() else {}
@@ -963,7 +963,7 @@ def verify(profile: str = "quick", only: Sequence[str] | None = None, out: Path 
             if result.ran:   # this run's quick intervals against the recorded full ones
                 _add_overlaps(result, nb_id, executed.verdicts_of(nbformat.read(copy, as_version=4)), full_record)
         else:
-            result = compare_full(nb_id, copy, full_record, record)
+            result = _compare_full(nb_id, copy, full_record, record)
             if result.ran:   # the committed quick intervals against this run's full ones
                 _add_overlaps(result, nb_id, executed.verdicts_of(nbformat.read(path, as_version=4)),
                               {"notebooks": {nb_id: executed._record_of(copy)}})
@@ -1024,7 +1024,7 @@ def verify_table(results: Sequence[NotebookCheck], profile: str) -> str:
     return "\n".join(lines)
 
 
-def outputs_in_place(notebooks: Sequence[Path]) -> int:
+def _outputs_in_place(notebooks: Sequence[Path]) -> int:
     """``reproduce outputs``: re-execute each notebook in place, then move the spread record's
     committed values to the new outputs (``rebase_committed``). When a notebook's outputs
     are ones no recorded code path printed, its record entry is left as it was and the command
@@ -1084,7 +1084,7 @@ def main(argv: list[str] | None = None) -> int:
             chosen = select_notebooks(locations.find_notebooks(), args.only)
         except ValueError as exc:
             parser.error(str(exc))
-        return outputs_in_place(chosen)
+        return _outputs_in_place(chosen)
     try:
         if args.command == "spread":
             data = spread(args.variants, args.only, args.reuse, workers=args.workers, add=args.add)

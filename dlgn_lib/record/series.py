@@ -186,7 +186,7 @@ def check_profile(profile: str) -> None:
         raise ValueError(f"--profile: unknown profile {profile!r}; allowed: {', '.join(PROFILES)}")
 
 
-def check_kernel(kernel_name: str) -> None:
+def _check_kernel(kernel_name: str) -> None:
     """Raise ValueError unless a Jupyter kernel spec named ``kernel_name`` can be found."""
     specs = _CurrentInterpreterKernelSpecs()
     try:
@@ -329,7 +329,7 @@ def cell_progress(output: Path) -> str | None:
     return f"cell {k + 1} of {len(cells)} for {_minutes(max(in_cell, 0.0))}"
 
 
-def progress_line(running: dict[str, float], done: set[str], total: int, elapsed: float,
+def _progress_line(running: dict[str, float], done: set[str], total: int, elapsed: float,
                   expected: dict[str, float], workers: int, cells: dict[str, str | None] | None = None) -> str:
     """One "still running" line: each running notebook's time so far (and its last measured
     time) and the cell it is in (``cells``: name → ``cell_progress``), the count done, and an
@@ -370,7 +370,7 @@ def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile:
             while not stop.wait(HEARTBEAT_S):
                 now_running = dict(running)
                 cells = {name: cell_progress(output_dir / name) for name in now_running}
-                progress(progress_line(now_running, set(done), len(notebooks), time.perf_counter() - begun,
+                progress(_progress_line(now_running, set(done), len(notebooks), time.perf_counter() - begun,
                                        expected, workers, cells))
         threading.Thread(target=heartbeat, daemon=True).start()
     submitted = time.perf_counter()
@@ -441,7 +441,7 @@ def run_series(
         cluster.ClusterUnavailable: ``scheduler`` cannot be reached or has no workers.
     """
     check_profile(profile)
-    check_kernel(kernel_name)
+    _check_kernel(kernel_name)
     cluster.check_options(workers, scheduler)
     if client is not None and (workers is not None or scheduler is not None):
         raise ValueError("give a client, or workers/scheduler to start one, not both")

@@ -87,7 +87,7 @@ def snippets(text: str) -> list[Snippet]:
     return [s for e in parse(text) for s in e.snippets]
 
 
-def output_block(sid: str, printed: str) -> str:
+def _output_block(sid: str, printed: str) -> str:
     """The block of one snippet: a blank line, the markers and the printed text as a text fence."""
     body = printed or "(prints nothing)"
     body += "" if body.endswith("\n") else "\n"
@@ -100,7 +100,7 @@ def with_outputs(text: str, printed: dict[str, str]) -> str:
         if snippet.id in printed:
             old = _BLOCK.match(text, snippet.end)
             stop = old.end() if old and old.group(1) == snippet.id else snippet.end
-            text = text[:snippet.end] + output_block(snippet.id, printed[snippet.id]) + text[stop:]
+            text = text[:snippet.end] + _output_block(snippet.id, printed[snippet.id]) + text[stop:]
     return text
 
 
@@ -117,7 +117,7 @@ def _prose(exercise: Exercise) -> str:
     return re.sub(r"^```.*?^```\n", "", text, flags=re.M | re.S)
 
 
-def unprinted_numbers(text: str) -> list[str]:
+def _unprinted_numbers(text: str) -> list[str]:
     """Numbers a solution's prose quotes that none of its snippets printed (nor its code or heading
     sets, nor a one-digit count): ``"NN.k: number in 'line'"`` for each one."""
     found = []
@@ -146,7 +146,7 @@ def problems(text: str, notebooks: list[str] | None = None) -> list[str]:
     notebooks = regenerated(text) if notebooks is None else notebooks
     missing = [f"{s.id}: no output block (run `python -m dlgn_lib.record.solutions run`)" for s in snippets(text)
                if s.output is None and s.id[:2] in notebooks]
-    return missing + [f"not printed by the snippets: {place}" for place in unprinted_numbers(text)
+    return missing + [f"not printed by the snippets: {place}" for place in _unprinted_numbers(text)
                       if place[:2] in notebooks]
 
 
@@ -186,7 +186,7 @@ def run_notebook(notebook: Path, items: list[Snippet]) -> dict[str, str]:
                 os.environ.pop("DLGN_FIGURES_DIR", None)
             else:
                 os.environ["DLGN_FIGURES_DIR"] = before
-    return {cell.metadata["solution"]: printed_text(cell) for cell in nb.cells[first:]}
+    return {cell.metadata["solution"]: _printed_text(cell) for cell in nb.cells[first:]}
 
 
 #: Lines of the run cache's own (loaded / training / trained, with seconds): they say what the cache
@@ -195,7 +195,7 @@ _CACHE_LINE = re.compile(r"^(?:loaded run .*|training .* for \d+ epochs|trained 
                          r"|\d+ runs?: \d+ loaded from the cache, \d+ trained(?: in [\d.]+ s)?)$")
 
 
-def printed_text(cell) -> str:
+def _printed_text(cell) -> str:
     """What a cell shows as text: its stdout and the plain text of its result, in order, without
     the run cache's lines (``_CACHE_LINE``)."""
     parts = []
@@ -208,7 +208,7 @@ def printed_text(cell) -> str:
     return "".join(line for line in lines if not _CACHE_LINE.match(line.rstrip("\n")))
 
 
-def about_line(nb_id: str) -> str:
+def _about_line(nb_id: str) -> str:
     """The about block's line of one notebook: code version, date, machine and code path of its outputs."""
     from .. import numerics
     from . import provenance
@@ -216,7 +216,7 @@ def about_line(nb_id: str) -> str:
             f"{provenance.machine_label()}, {numerics.mode()} code path")
 
 
-def with_about(text: str, nb_id: str) -> str:
+def _with_about(text: str, nb_id: str) -> str:
     """``text`` with notebook ``nb_id``'s line of the ``about`` block written (the block must exist)."""
     begin, end = "<!-- output:about -->", "<!-- /output:about -->"
     if text.count(begin) != 1 or text.count(end) != 1:
@@ -224,7 +224,7 @@ def with_about(text: str, nb_id: str) -> str:
     head, rest = text.split(begin)
     body, tail = rest.split(end)
     lines = {line[2:4]: line for line in body.strip().splitlines() if line.startswith("- ")}
-    lines[nb_id] = about_line(nb_id)
+    lines[nb_id] = _about_line(nb_id)
     return f"{head}{begin}\n" + "\n".join(lines[k] for k in sorted(lines)) + f"\n{end}{tail}"
 
 
@@ -253,7 +253,7 @@ def run(only: list[str] | None = None, path: Path = SOLUTIONS, notebooks_dir: Pa
             say(f"  FAILED: {exc}")
             continue
         text = with_outputs(path.read_text(), printed)   # re-read: write only this notebook's blocks
-        _write(path, with_about(text, nb_id))
+        _write(path, _with_about(text, nb_id))
         say(f"  {len(printed)} output block(s) written in {time.perf_counter() - t:.0f} s")
     return failures
 

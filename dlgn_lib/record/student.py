@@ -39,7 +39,7 @@ end of each notebook. Trained runs are cached, so a second run of a notebook tak
 """
 
 
-def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+def _student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """A copy of ``nb`` with outputs cleared and the ``results`` cells left out."""
     copy = nbformat.from_dict(nb)
     copy.cells = [c for c in copy.cells if "results" not in c.metadata.get("tags", [])]
@@ -62,7 +62,7 @@ def write_edition(out: Path | str, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[
     tmp.mkdir(parents=True)
     written = []
     for path in notebooks:
-        nbformat.write(student_notebook(nbformat.read(path, as_version=4)), tmp / path.name)
+        nbformat.write(_student_notebook(nbformat.read(path, as_version=4)), tmp / path.name)
         written.append(out / path.name)
     (tmp / "README.md").write_text(README)
     shutil.rmtree(out, ignore_errors=True)

@@ -36,7 +36,7 @@ PANEL_COLORS = {"DLGN init": "#9ecae1", "DLGN trained": MODEL_COLORS["dlgn"],
                 "DLGN-SF trained": MODEL_COLORS["dlgn_sf"]}
 
 
-def data_sets(cfg) -> dict:
+def _data_sets(cfg) -> dict:
     """``{dataset: (DataSpec, hidden widths)}``: Fashion-MNIST at ``cfg.fmnist_per_class`` images
     per class, and odt = the group's SD-I (``protocol.data_spec``) at ``cfg.odt_n_total`` points."""
     return {"fashion_mnist": (config.fashion_mnist_spec(cfg.fmnist_per_class), cfg.fmnist_widths),
@@ -51,7 +51,7 @@ def run_configs(cfg, seeds: Sequence[int], *, datasets: Sequence[str] = DATASETS
     model seeds. Notebook 08 takes its odt runs from here (``datasets=("odt",)``), so both share
     cache entries.
     """
-    specs = data_sets(cfg)
+    specs = _data_sets(cfg)
     return {(d, k, s): cfg.run(specs[d][0], config.ModelSpec.make(k, specs[d][1]),
                                name=f"{MODEL_NAMES[k]} on {d} (seed {s})").replace(seed=s)
             for d in datasets for k in kinds for s in seeds}
