@@ -1,6 +1,7 @@
 """The public surface (README "Where things live"): every module declares ``__all__``, each public
 name exists and says in a line what it is, and the notebooks use public names only. The surface
 is read from the files (dlgn_lib.record.layers), checked here against the modules as imported."""
+import ast
 import importlib
 import json
 
@@ -34,7 +35,7 @@ def test_the_surface_is_about_a_third_of_the_defined_names():
     for module, path in layers.modules().items():
         if path.name == "__main__.py":
             continue
-        defined += sum(not n.startswith("_") for n in layers._defined(__import__("ast").parse(path.read_text())))
+        defined += sum(not n.startswith("_") for n in layers._defined(ast.parse(path.read_text())))
     public = sum(len(v or ()) for v in NAMES.values())
     assert public < 0.45 * defined, f"{public} public names of {defined} defined"
 

@@ -22,7 +22,8 @@ LAYERS = ("science", "presentation", "record tools")
 #: The presentation's top-level modules and subpackages; ``record`` holds the record tools.
 PRESENTATION = frozenset({"plots", "studies", "widgets"})
 
-__all__ = ["LAYERS", "api_page", "layer_of", "line_counts", "main", "modules", "notebook_names", "public_names"]
+__all__ = ["LAYERS", "api_page", "layer_of", "line_counts", "main", "modules", "notebook_names", "public_counts",
+           "public_names"]
 
 
 def modules(package: Path = PACKAGE) -> dict[str, Path]:
@@ -52,6 +53,12 @@ def line_counts(package: Path = PACKAGE) -> dict[str, int]:
     for name, path in modules(package).items():
         counts[layer_of(name)] += len(path.read_text().splitlines())
     return counts
+
+
+def public_counts(package: Path = PACKAGE) -> dict[str, int]:
+    """Public names (``__all__`` entries) per layer, and of the package root."""
+    names = public_names(package)
+    return {layer: sum(len(names[m] or ()) for m in names if layer_of(m) == layer) for layer in (*LAYERS, "root")}
 
 
 def _defined(tree: ast.Module) -> dict[str, ast.AST]:
@@ -186,10 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.api:
         print(api_page())
         return 0
-    counts, names = line_counts(), public_names()
+    counts, public = line_counts(), public_counts()
     for layer in (*LAYERS, "root"):
-        public = sum(len(names[m] or ()) for m in names if layer_of(m) == layer)
-        print(f"{layer:>13}: {counts[layer]:>6,} lines, {public} public names")
+        print(f"{layer:>13}: {counts[layer]:>6,} lines, {public[layer]} public names")
     return 0
 
 

@@ -308,7 +308,7 @@ def layers_table() -> str:
     """README's "Where things live" table: each layer's folders, lines of code and public names
     (``python -m dlgn_lib.record.layers`` prints the same counts)."""
     from . import layers
-    counts, names = layers.line_counts(), layers.public_names()
+    counts, public = layers.line_counts(), layers.public_counts()
     where = {"science": "`dlgn_lib/` (models, data/, train, runs, paths, kernels, circle, clusters, saliency, nodes, "
                         "fidelity, intervals, verdict, parts, protocol, config, …)",
              "presentation": "`dlgn_lib/plots/`, `dlgn_lib/studies/`, `dlgn_lib/widgets.py`",
@@ -317,7 +317,6 @@ def layers_table() -> str:
              "root": "`dlgn_lib/__init__.py` (`dl.setup`, the modules on first use)"}
     rows = ["| layer (bottom to top) | where | lines | public names |", "|---|---|---|---|"]
     for layer in (*layers.LAYERS, "root"):
-        public = sum(len(names[m] or ()) for m in names if layers.layer_of(m) == layer)
-        rows.append(f"| {layer} | {where[layer]} | {counts[layer]:,} | {public} |")
+        rows.append(f"| {layer} | {where[layer]} | {counts[layer]:,} | {public[layer]} |")
     return "\n".join(rows)
 
