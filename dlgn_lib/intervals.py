@@ -72,6 +72,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from .files import command
 
 __all__ = ["estimate"]
 
@@ -541,6 +542,7 @@ def _coverage_table(sizes=(5, 10), reps: int = 4000, seed: int = 0) -> list[tupl
             for statistic in STATISTICS for n in sizes for family in FAMILIES]
 
 
+@command
 def main(argv=None) -> None:
     import argparse
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.intervals",

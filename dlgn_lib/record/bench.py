@@ -42,6 +42,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from .. import fused, kernels, locations, losses, models, numerics, train
 from ..config import DataSpec, ModelSpec, RunConfig
+from ..files import command
 
 __all__ = ["main"]
 
@@ -640,6 +641,7 @@ def load_record(path: Path = RECORD) -> tuple[list[tuple[Row, int]], list[dict]]
     return rows, record["runs"]
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     """``python -m dlgn_lib.record.bench [--quick | --tiny] [--series | --series-only] [--device D]``.
 

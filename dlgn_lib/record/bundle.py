@@ -39,6 +39,7 @@ from .. import __version__, locations, runs
 from ..runs import CacheWriteError
 from .. import config as _config
 from ..config import PROFILES
+from ..files import command
 
 __all__ = ["main"]
 
@@ -285,6 +286,7 @@ def import_bundle(file: Path | str, into: Path | str | None = None) -> ImportRep
             shutil.rmtree(staging, ignore_errors=True)
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     """``python -m dlgn_lib.runs export FILE [--profile P] [--notebook NN]`` and ``import FILE [--into DIR]``."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.runs",

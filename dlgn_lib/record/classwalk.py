@@ -41,6 +41,7 @@ from pathlib import Path
 import nbformat
 
 from .. import locations
+from ..files import command
 
 __all__ = ["main"]
 
@@ -228,6 +229,7 @@ def table(record: dict | None) -> str:
         f"{record['load_average']['end']} at the end."])
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m dlgn_lib.record.classwalk`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.classwalk", description=__doc__.split("\n\n")[0])

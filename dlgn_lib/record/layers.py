@@ -14,6 +14,7 @@ import argparse
 import ast
 import json
 from pathlib import Path
+from ..files import command
 
 PACKAGE = Path(__file__).resolve().parents[1]
 NOTEBOOKS = PACKAGE.parent / "notebooks"
@@ -185,6 +186,7 @@ def api_page(package: Path = PACKAGE) -> str:
     return "\n".join(out)
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m dlgn_lib.record.layers`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.layers", description=__doc__.split("\n\n")[0])

@@ -40,6 +40,7 @@ import nbformat
 from .. import locations
 from . import full_results, guide_blocks, notebook_blocks, readme_blocks
 from .executed import FULL_RECORD, _notebooks
+from ..files import command
 
 __all__ = ["main"]
 
@@ -157,6 +158,7 @@ def typed_runtimes(notebooks_dir: Path = full_results.NOTEBOOKS_DIR) -> list[str
     return found
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m dlgn_lib.record.report`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.report", description=__doc__.split("\n\n")[0])

@@ -54,6 +54,7 @@ from dlgn_lib import locations, verdict
 from dlgn_lib.record import executed
 from dlgn_lib.plots import FIGURE_FLOOR_RMS, figure_rms  # noqa: F401 (figure_rms: the record tools' name)
 from dlgn_lib.record.provenance import code_version, machine, machine_label  # noqa: F401 (the record tools' names)
+from ..files import command
 
 __all__ = ["figure_tolerance", "load_record", "main"]
 
@@ -1055,6 +1056,7 @@ def _outputs_in_place(notebooks: Sequence[Path]) -> int:
 
 # --- the command ---------------------------------------------------------------------------------
 
+@command
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m dlgn_lib.record.reproduce`` (the module's docstring says what it does)."""
     from dlgn_lib.config import PROFILES

@@ -461,6 +461,7 @@ def run_series(
 
 #: What ``series run`` writes beside the executed copies: how the whole run went.
 from dlgn_lib.record.executed import SERIES_NOTE  # noqa: E402 (the note this runner writes)
+from ..files import command
 
 
 def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: str, kernel_name: str,
@@ -557,6 +558,7 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
+@command
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.series", description=__doc__.split("\n")[0])

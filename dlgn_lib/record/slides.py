@@ -29,6 +29,7 @@ from pathlib import Path
 import nbformat
 
 from dlgn_lib import locations
+from ..files import command
 
 __all__ = ["main"]
 
@@ -131,6 +132,7 @@ def build(out: Path, only=None) -> list[Path]:
     return written
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m dlgn_lib.record.slides`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.slides", description=__doc__.split("\n\n")[0])

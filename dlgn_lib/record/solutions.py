@@ -32,6 +32,7 @@ from pathlib import Path
 import nbformat
 
 from .. import locations
+from ..files import command
 
 __all__ = ["main"]
 
@@ -264,6 +265,7 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m dlgn_lib.record.solutions`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.solutions", description=__doc__.split("\n\n")[0])

@@ -22,6 +22,7 @@ from pathlib import Path
 import nbformat
 
 from .. import locations
+from ..files import command
 
 __all__ = ["main"]
 
@@ -109,6 +110,7 @@ def readable_text(path: Path) -> str:
     return "\n".join(parts)
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m dlgn_lib.record.student`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.student", description=__doc__.split("\n\n")[0])
