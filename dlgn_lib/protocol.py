@@ -29,7 +29,8 @@ import pandas as pd
 
 from . import data, locations, models
 from .config import DataSpec, ModelSpec, RunConfig
-from .tables import run_metric, select_on_validation, write_text_atomic
+from .files import write_atomic
+from .tables import run_metric, select_on_validation
 
 __all__ = ["RELU_GRID", "SEEDS", "all_configs", "choose", "comparison", "configs", "data_spec", "dataset_name",
            "format_comparison", "save_comparison"]
@@ -163,5 +164,5 @@ def save_comparison(table: pd.DataFrame, table_id: str):
     """Write the comparison's numbers to ``<figures dir>/<table_id>.csv``; returns the path."""
     path = locations.figures_dir() / f"{table_id}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, table.to_csv(index=False, float_format="%.4f"))
+    write_atomic(path, table.to_csv(index=False, float_format="%.4f"))
     return path

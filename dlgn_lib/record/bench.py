@@ -40,7 +40,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from .. import fused, kernels, locations, losses, models, numerics, train
+from .. import files, fused, kernels, locations, losses, models, numerics, train
 from ..config import DataSpec, ModelSpec, RunConfig
 from ..files import command
 
@@ -626,16 +626,13 @@ def record_rows(rows: list[Row], reference: list[str], head: list[str], path: Pa
     record = {"about": "make bench rows, written by `python -m dlgn_lib.record.bench --record`; the README's "
                        "Performance table is generated from it (python -m dlgn_lib.record.report write)",
               "runs": runs, "rows": entries}
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    files.write_atomic(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     return record
 
 
 def load_record(path: Path = RECORD) -> tuple[list[tuple[Row, int]], list[dict]]:
     """The recorded rows (each with the index of the run that measured it) and the runs."""
-    record = json.loads(path.read_text())
+    record = files.read_json(path, what="the bench record")
     rows = [(Row(e["name"], tuple(e["values"]), tuple(e["target"]) if e["target"] else None, e["unit"], e["note"]),
              e["run"]) for e in record["rows"]]
     return rows, record["runs"]
