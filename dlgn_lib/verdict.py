@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import operator
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -377,13 +378,18 @@ def earlier_verdicts(notebook: str) -> list[dict]:
     return list(notebooks.get(notebook, []))
 
 
-def history(notebook: str) -> None:
-    """Print a notebook's earlier verdicts beside its current one (printed above by its verdict
-    cell): what each said, under which setting, and why it was superseded."""
+def history(notebook: str, every: bool = False) -> None:
+    """Print how many earlier verdicts a notebook has and where they are (one line); ``every``:
+    each of them, what it said, under which setting, and why it was superseded."""
     entries = earlier_verdicts(notebook)
     if not entries:
         print(f"notebook {notebook}: no verdict, and none earlier (a map or a table)" if notebook in WITHOUT_VERDICT
               else f"notebook {notebook}: no earlier verdict; the verdict above is its first")
+        return
+    if not every:
+        _say(f"notebook {notebook}: {len(entries)} earlier verdict{'s' * (len(entries) != 1)}, each superseded "
+              f"for a stated reason: docs/record.md, verdict history (here: dl.verdict.history(\"{notebook}\", "
+              "every=True))")
         return
     print(f"notebook {notebook}: earlier verdicts (the current one is printed above)")
     for entry in entries:
@@ -425,18 +431,44 @@ def registered_rules(notebook: str | None = None) -> list[dict]:
     return [r for r in rules if notebook is None or r["notebook"] == notebook]
 
 
-def rules(notebook: str) -> None:
-    """Print a notebook's registered rules: version, date, status, statement, thresholds, seeds."""
+#: Width of the printed rule and history lines: the book's content column at 1280 px.
+RULE_WIDTH = 100
+
+
+def _say(text: str, indent: str = "") -> None:
+    print(textwrap.fill(text, RULE_WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                        break_on_hyphens=False))
+
+
+def rules(notebook: str, every: bool = False) -> None:
+    """Print a notebook's current rule per claim: version, date, status, statement, seeds and
+    targets (its thresholds are the constants of the cell that calls this), and one line naming
+    the rules it replaced. ``every``: every registered rule, oldest first, in full."""
     entries = registered_rules(notebook)
     if not entries:
         print(f"notebook {notebook}: its rules are the first ones, stated in the notebook")
         return
+    if every:
+        for rule in entries:
+            thresholds = ", ".join(f"{k} = {v:g}" for k, v in rule["thresholds"].items())
+            print(f"{rule['claim']} rule v{rule['version']} (registered {rule['registered']}, {rule['status']}): "
+                  f"{rule['statement']}\n  thresholds: {thresholds}\n  settings: {rule['settings']}\n"
+                  f"  seeds: {rule['seeds']}\n  targets: {rule['targets']}\n"
+                  f"  replaces: {rule['replaces']}\n  why: {rule['why']}")
+        return
+    current: dict[str, dict] = {}
     for rule in entries:
-        thresholds = ", ".join(f"{k} = {v:g}" for k, v in rule["thresholds"].items())
-        print(f"{rule['claim']} rule v{rule['version']} (registered {rule['registered']}, {rule['status']}): "
-              f"{rule['statement']}\n  thresholds: {thresholds}\n  settings: {rule['settings']}\n"
-              f"  seeds: {rule['seeds']}\n  targets: {rule['targets']}\n"
-              f"  replaces: {rule['replaces']}\n  why: {rule['why']}")
+        if rule["claim"] not in current or rule["version"] > current[rule["claim"]]["version"]:
+            current[rule["claim"]] = rule
+
+    for rule in current.values():
+        _say(f"{rule['claim']} rule v{rule['version']} (registered {rule['registered']}, {rule['status']}): "
+            f"{rule['statement']}")
+        _say(f"seeds: {rule['seeds']}; targets: {rule['targets']}", "  ")
+    earlier = [f"v{r['version']}" for r in entries if r not in current.values()]
+    if earlier:
+        _say(f"replaced: {', '.join(earlier)} (docs/record.md, verdict history; here: "
+            f"dl.verdict.rules(\"{notebook}\", every=True))", "  ")
 
 
 def combination_rule() -> dict:

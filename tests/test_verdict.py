@@ -128,6 +128,10 @@ def test_history_prints_every_earlier_verdict_with_its_setting_and_reason(capsys
     for notebook, entries in registry.items():
         assert earlier_verdicts(notebook) == entries
         history(notebook)
+        short = capsys.readouterr().out
+        assert short.startswith(f"notebook {notebook}: {len(entries)} earlier verdict") and "docs/record.md" in short
+        assert max(map(len, short.splitlines())) <= 100 and len(short.splitlines()) <= 2, "one line, at most wrapped once"
+        history(notebook, every=True)
         out = capsys.readouterr().out
         for entry in entries:
             assert set(entry) == {"verdict", "setting", "status", "reason"}
@@ -147,6 +151,29 @@ def _code_of(notebook: str) -> str:
     return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
 
 
+def test_a_notebook_prints_its_current_rule_short_and_names_the_replaced_ones(capsys):
+    from dlgn_lib.verdict import RULE_WIDTH, registered_rules, rules
+    by_notebook = {}
+    for rule in registered_rules():
+        by_notebook.setdefault(rule["notebook"], []).append(rule)
+    for notebook, entries in by_notebook.items():
+        rules(notebook)
+        lines = capsys.readouterr().out.splitlines()
+        newest = {}
+        for rule in entries:
+            newest[rule["claim"]] = max(rule["version"], newest.get(rule["claim"], 0))
+        printed = [line for line in lines if not line.startswith(" ")]
+        assert printed == [next(line for line in lines if line.startswith(f"{claim} rule v{version} "))
+                           for claim, version in newest.items()], "only the current rule of each claim"
+        assert max(map(len, lines)) <= RULE_WIDTH
+        older = [f"v{r['version']}" for r in entries if r["version"] < newest[r["claim"]]]
+        if older:
+            assert lines[-1].strip().startswith(f"replaced: {', '.join(older)} (docs/record.md")
+        rules(notebook, every=True)
+        every = capsys.readouterr().out
+        assert all(f"{r['claim']} rule v{r['version']} (registered" in every and r["why"] in every for r in entries)
+
+
 def test_registered_rules_are_the_thresholds_their_notebooks_use(capsys):
     import re
     from dlgn_lib.verdict import registered_rules, rules
@@ -160,7 +187,7 @@ def test_registered_rules_are_the_thresholds_their_notebooks_use(capsys):
         for name, value in rule["thresholds"].items():
             found = re.findall(rf"^{name}\s*=\s*([-+0-9.eE]+)", code, flags=re.M)
             assert found and float(found[0]) == value, f"{rule['notebook']} {name}: {found} vs {value}"
-        rules(rule["notebook"])
+        rules(rule["notebook"], every=True)
         out = capsys.readouterr().out
         assert f"{rule['claim']} rule v{rule['version']}" in out and rule["statement"] in out
     rules("00")
