@@ -9,31 +9,35 @@ account of what it rebuilds (claims, conventions, data, metrics, profiles, verdi
 __version__ = "0.1.0"
 
 import importlib as _importlib
-import os as _os
+import sys as _sys
+
+from dlgn_lib import files as _files, numerics as _numerics
+
+
+def _refused_at_import(refusal: Exception):
+    """A bad environment variable read on import: one line and exit code 1 for a command line
+    (``python -m dlgn_lib.…``, where ``sys.argv[0]`` is ``-m`` while the package loads), else raised."""
+    if _sys.argv[:1] != ["-m"]:
+        raise refusal
+    args = getattr(_sys, "orig_argv", [])
+    module = args[args.index("-m") + 1] if "-m" in args[:-1] else __name__
+    raise SystemExit(f"python -m {module}: error: {refusal}") from None
+
 
 # Before torch and numpy: pin the numeric code path that differs between x86-64 CPUs
-# (reconstruction §7; DLGN_NUMERICS=native turns it off).
-from dlgn_lib import numerics as _numerics
-
-_numerics.pin()
+# (reconstruction §7; DLGN_NUMERICS=native turns it off). Torch's CPU threads come from
+# DLGN_NUM_THREADS (default 1): the series trains small nets, which are overhead-bound, so one
+# thread is as fast as several and makes every printed number independent of the machine's core
+# count (float sums are ordered the same way). Set it higher for large full-profile runs on a CPU.
+try:
+    _numerics.pin()
+    _threads = _files.env_int("DLGN_NUM_THREADS", 1)
+except _files.Refusal as _refusal:
+    _refused_at_import(_refusal)
 
 import torch as _torch  # noqa: E402 (after the pin, on purpose)
 
-
-def _use_threads(value: str) -> int:
-    """Torch's CPU thread count from ``DLGN_NUM_THREADS`` (default 1).
-
-    The series trains small nets, which are overhead-bound: one thread is as fast as several and
-    makes every printed number independent of the machine's core count (float sums are ordered
-    the same way). Set ``DLGN_NUM_THREADS`` higher for large ``full``-profile runs on a CPU.
-    """
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"DLGN_NUM_THREADS={value!r} is not allowed; use a positive integer (default 1)")
-    _torch.set_num_threads(int(value))
-    return int(value)
-
-
-_use_threads(_os.environ.get("DLGN_NUM_THREADS", "1"))
+_torch.set_num_threads(_threads)
 
 #: The library's modules, imported on first use (``dl.paths``, ``dl.kernels``, …), so that
 #: ``python -m dlgn_lib.<module>`` runs a module that has not been imported yet.

@@ -29,6 +29,8 @@ from __future__ import annotations
 import os
 import sys
 
+from . import files
+
 __all__ = ["PINNED", "describe", "mode", "pin", "status"]
 
 #: The environment of the pinned code path (the committed outputs' own; set before torch loads).
@@ -42,11 +44,8 @@ MODES = ("pinned", "native")
 
 
 def mode(environ=os.environ) -> str:
-    """``pinned`` (default) or ``native``, from ``DLGN_NUMERICS``."""
-    value = environ.get("DLGN_NUMERICS", "pinned")
-    if value not in MODES:
-        raise ValueError(f"DLGN_NUMERICS={value!r} is not allowed; use one of {', '.join(MODES)} (default: pinned)")
-    return value
+    """``pinned`` (default) or ``native``, from ``DLGN_NUMERICS`` (another value: ``files.Refusal``)."""
+    return files.env_choice("DLGN_NUMERICS", "pinned", MODES, environ=environ)
 
 
 def pin(environ=os.environ) -> dict[str, str]:

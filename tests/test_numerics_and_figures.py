@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
 
-from dlgn_lib import locations, numerics  # noqa: E402
+from dlgn_lib import files, locations, numerics  # noqa: E402
 
 from dlgn_lib.record import executed, reproduce
 from dlgn_lib.plots import save_figure  # noqa: E402
@@ -74,7 +74,7 @@ def test_pinned_runs_agree_bit_for_bit_under_other_code_paths_of_the_cpu():
 
 
 def test_a_bad_numerics_setting_is_refused_by_name():
-    with pytest.raises(ValueError, match="DLGN_NUMERICS='fast' is not allowed; use one of pinned, native"):
+    with pytest.raises(files.Refusal, match="DLGN_NUMERICS='fast' is not allowed; use one of pinned, native"):
         numerics.mode({"DLGN_NUMERICS": "fast"})
     env = {"MKL_CBWR": "AVX2"}
     set_now = numerics.pin(env)
