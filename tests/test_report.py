@@ -6,7 +6,7 @@ import json
 import nbformat
 import pytest
 
-from dlgn_lib import verdict
+from dlgn_lib import files, verdict
 
 from dlgn_lib.record import executed as executed_module, full_results, guide_blocks, readme_blocks, report
 
@@ -58,11 +58,13 @@ def test_seconds_come_from_papermill_or_from_the_cell_timings():
 
 
 def full_run(folder, *names):
-    """``folder`` with notebooks ``names`` executed under full (217.4 s, one passing C3 check)."""
+    """``folder`` with notebooks ``names`` executed under full (217.4 s, one passing check per claim
+    registered to the notebook)."""
     folder.mkdir()
-    nb = executed(printed_verdict("C3", [verdict.check("disagreements", 0, "<=", 0)], "full"),
-                  papermill={"duration": 217.4, "parameters": {"PROFILE": "full"}})
     for name in names:
+        claims = [c for c, nbs in verdict.combination_rule()["claims"].items() if name[:2] in nbs]
+        nb = executed(*(printed_verdict(c, [verdict.check("disagreements", 0, "<=", 0)], "full") for c in claims),
+                      papermill={"duration": 217.4, "parameters": {"PROFILE": "full"}})
         nbformat.write(nb, folder / name)
     return folder
 
@@ -74,9 +76,10 @@ def test_record_keeps_notes_and_refuses_a_run_that_was_not_full(tmp_path):
     assert (entry["seconds"], entry["note"], entry["verdicts"][0]["n_pass"]) == (217, "empty run cache", 1)
     quick = executed(papermill={"duration": 1.0, "parameters": {"PROFILE": "quick"}})
     nbformat.write(quick, folder / "03_regions.ipynb")
-    with pytest.raises(ValueError, match="not PROFILE='full'"):
+    with pytest.raises(files.Refusal, match="not PROFILE='full'"):
         full_results.record_full(folder, record)
-    with pytest.raises(FileNotFoundError, match="no executed notebooks"):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(files.Refusal, match="no executed notebooks"):
         full_results.record_full(tmp_path / "empty", record)
 
 
@@ -93,7 +96,7 @@ def test_record_keeps_a_series_run_beside_the_notebooks_and_refuses_one_of_other
     run["notebooks"].pop("01_paths.ipynb")
     (folder / "series.json").write_text(json.dumps(run))
     before = record.read_text()
-    with pytest.raises(ValueError, match="not of this folder's notebooks"):
+    with pytest.raises(files.Refusal, match="not of this folder's notebooks"):
         full_results.record_full(folder, record)
     assert record.read_text() == before   # nothing recorded from a mismatched folder
 
@@ -131,7 +134,7 @@ def test_the_series_line_adds_disjoint_cold_parts_and_names_what_is_missing():
 def test_a_block_is_replaced_between_its_markers_only():
     text = "before\n<!-- report:x -->\nold\n<!-- /report:x -->\nafter\n"
     assert report._replace_block(text, "x", "new", "f") == "before\n<!-- report:x -->\nnew\n<!-- /report:x -->\nafter\n"
-    with pytest.raises(ValueError, match="needs exactly one"):
+    with pytest.raises(files.Refusal, match="needs exactly one"):
         report._replace_block("no markers", "x", "new", "f")
 
 

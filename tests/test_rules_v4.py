@@ -410,6 +410,7 @@ def test_a_part_read_differently_by_the_full_records_of_two_cpus_is_machine_sens
 
 def test_another_machines_full_run_is_kept_beside_the_record_and_must_be_of_the_same_rule(tmp_path, monkeypatch):
     import nbformat
+    from dlgn_lib import files
     from dlgn_lib.record import full_results, provenance
     monkeypatch.setattr(provenance, "code_version", lambda: "abc1234")
     folder = tmp_path / "run"
@@ -417,11 +418,12 @@ def test_another_machines_full_run_is_kept_beside_the_record_and_must_be_of_the_
     nb = nbformat.v4.new_notebook()
     nb.metadata["papermill"] = {"parameters": {"PROFILE": "full"}, "duration": 12.0}
     nb.cells = [nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output(
-        "stream", name="stdout", text="numerics: native\nPART C6 (a) HOLDS: grows (2 checks here)\n")])]
+        "stream", name="stdout", text="numerics: native\nPART C6 (a) HOLDS: grows (2 checks here)\n"
+        "  [pass] x = 1  (threshold: >= 0.5)\nVERDICT C6 [full]: SUPPORTED (1 of 1 checks pass)\n")])]
     nbformat.write(nb, folder / "07_clusters.ipynb")
     record = tmp_path / "full_results.json"
     record.write_text(json.dumps({"notebooks": {"07": {"rule": 3, "note": "v3"}}}))
-    with pytest.raises(ValueError, match="record this machine's run first"):
+    with pytest.raises(files.Refusal, match="record this machine's run first"):
         full_results.record_full(folder, record, another_machine=True)
     assert json.loads(record.read_text()) == {"notebooks": {"07": {"rule": 3, "note": "v3"}}}, "nothing written"
     full_results.record_full(folder, record)

@@ -123,6 +123,21 @@ def seconds_of(nb) -> float:
     return total
 
 
+def _unfinished(nb) -> str | None:
+    """Why an executed notebook did not finish, or None: a cell that printed an error, a cell
+    papermill left pending or running (the run stopped or was interrupted), papermill's exception."""
+    for k, cell in enumerate(nb.cells, 1):
+        error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+        if error is not None:
+            said = (str(error.get("evalue", "")).strip().splitlines() or [""])[0][:120]
+            return f"stopped at an error in cell {k} ({error.get('ename', 'an error')}: {said})"
+        if cell.get("metadata", {}).get("papermill", {}).get("status") in ("pending", "running"):
+            return f"did not finish: cell {k} never ran to its end (the run stopped or was interrupted)"
+    if nb.metadata.get("papermill", {}).get("exception"):
+        return "did not finish: papermill recorded an exception"
+    return None
+
+
 def _notebooks(folder: Path) -> dict[str, Path]:
     return {locations.notebook_id(p): p for p in locations.find_notebooks(folder)}
 

@@ -12,8 +12,10 @@ from pathlib import Path
 import nbformat
 
 from .. import locations
-from .executed import (FULL_RECORD, SERIES_NOTE, _notebooks, _record_of, _verdicts_from_record, code_path_of,
-                       seconds_of, verdicts_of)
+from ..files import Refusal, read_json, write_atomic
+from ..locations import display_path
+from .executed import (FULL_RECORD, SERIES_NOTE, _notebooks, _record_of, _unfinished, _verdicts_from_record,
+                       code_path_of, seconds_of, verdicts_of)
 
 __all__ = ["key_check", "recorded_for"]
 
@@ -56,20 +58,22 @@ FULL_SETTING = "a 2-core CPU, one torch thread per process"
 def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool = False) -> dict:
     """Write the ``full`` record from notebooks executed with ``PROFILE=full`` in ``folder``.
 
-    Each notebook must have run under ``full`` (papermill's parameters say so); its verdicts and
-    duration replace the old entry, whose ``note`` (how it was run) is kept, and whose records of
-    other machines are kept while the rule is the same. The folder's ``series.json`` (written by
-    ``series run``), when there is one, is recorded under ``series``, keyed by its notebook ids:
-    the run's wall time, workers, and whether its run cache was empty.
+    Everything is checked before the record is touched (``_checked_folder``); a refusal names the
+    file and the reason, and the record is written atomically, so a refusal, a full disk or
+    Ctrl-C leaves it byte for byte. Each notebook's verdicts and duration replace the old entry,
+    whose ``note`` (how it was run) is kept, and whose records of other machines are kept while
+    the rule is the same. The folder's ``series.json`` (written by ``series run``), when there is
+    one, is recorded under ``series``, keyed by its notebook ids: the run's wall time, workers,
+    and whether its run cache was empty.
 
     ``another_machine``: the folder holds the same rule's ``full`` run on another CPU or code path;
     it is kept beside the entry (``other_machines``), which it does not replace, so that a check
     whose outcome differs between the two is machine-sensitive (``machine_sensitive``).
     """
-    old = json.loads(record.read_text()) if record.exists() else {"notebooks": {}}
-    found = _notebooks(folder)
-    if not found:
-        raise FileNotFoundError(f"{folder}: no executed notebooks (NN_*.ipynb) to record")
+    old = full_record(record) or {"notebooks": {}}
+    if not isinstance(old.get("notebooks"), dict):
+        raise Refusal(f"{display_path(record)} has no \"notebooks\" mapping (the record of full runs)")
+    found, run = _checked_folder(Path(folder))
     from dlgn_lib.record import provenance
     # the code path is the kernel's, printed in the notebook (code_path_of), not this process's
     machine = {k: v for k, v in provenance.machine().items() if k not in ("numerics", "aten_cpu_capability", "mkl_cbwr",
@@ -77,18 +81,15 @@ def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool 
     version = provenance.code_version()
     entries = {}
     for nb_id, path in found.items():
-        params = nbformat.read(path, as_version=4).metadata.get("papermill", {}).get("parameters", {})
-        if params.get("PROFILE") != "full":
-            raise ValueError(f"{path}: executed with parameters {params}, not PROFILE='full'")
         entry = _record_of(path)
         entry["code_version"], entry["machine"] = version, machine
         entry["code_path"] = code_path_of(path)
         entry["rule"] = current_rule(nb_id)
         previous = old["notebooks"].get(nb_id, {})
         if another_machine and previous.get("rule") != entry["rule"]:
-            raise ValueError(f"{path}: another machine's run of rule v{entry['rule']}, but the record of {nb_id} "
-                             f"is of rule v{previous.get('rule')}: record this machine's run first (without "
-                             "--another-machine)")
+            raise Refusal(f"{display_path(path)}: ran under rule v{entry['rule']}, but the record of {nb_id} "
+                          f"is of rule v{previous.get('rule')}: record this machine's run first (without "
+                          "--another-machine); nothing recorded")
         entries[nb_id] = (entry, previous)
     for nb_id, (entry, previous) in entries.items():
         if another_machine:
@@ -102,32 +103,83 @@ def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool 
         if kept:
             entry["other_machines"] = kept
         old["notebooks"][nb_id] = entry
-    if another_machine:
-        record.write_text(json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
-        return old
-    series_note = Path(folder) / SERIES_NOTE
-    if series_note.exists():
-        run = json.loads(series_note.read_text())
-        if run.get("profile") != "full" or sorted(run.get("notebooks", {})) != sorted(p.name for p in found.values()):
-            raise ValueError(f"{series_note}: a run of {sorted(run.get('notebooks', {}))} under "
-                             f"{run.get('profile')!r}, not of this folder's notebooks under 'full'")
+    if run is not None and not another_machine:
         key = " ".join(sorted(found))
         run["note"] = old.get("series", {}).get(key, {}).get("note", run.get("note", ""))
         old.setdefault("series", {})[key] = run
-    old["about"] = ("Verdicts and runtimes of the series executed with PROFILE=full (python -m dlgn_lib.record.report "
-                    "record FOLDER); `note` says how a notebook was run, `code_version` and `machine` (CPU, "
-                    "numeric code path, library versions) what ran it, `rule` the version of the notebook's "
-                    "verdict rule it ran under; entries without them predate that. `cold_seconds`, set by hand "
-                    "where `seconds` was measured from runs trained beforehand, is the time with those runs "
-                    "trained from an empty cache; a new record of the notebook drops it. `series` holds the "
-                    "runs of `series run` as their series.json states them, keyed by their notebook ids: wall "
-                    "time from start to end, workers, and whether the run cache was empty at the start. "
-                    "`other_machines` holds the same rule's full runs on other CPUs or code paths (report "
-                    "record FOLDER --another-machine): a check whose outcome differs between them is "
-                    "machine-sensitive, and a part it decides is INCONCLUSIVE (rules v4).")
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    if not another_machine:
+        old["about"] = _ABOUT
+    write_atomic(record, json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     return old
+
+
+_ABOUT = ("Verdicts and runtimes of the series executed with PROFILE=full (python -m dlgn_lib.record.report "
+          "record FOLDER); `note` says how a notebook was run, `code_version` and `machine` (CPU, "
+          "numeric code path, library versions) what ran it, `rule` the version of the notebook's "
+          "verdict rule it ran under; entries without them predate that. `cold_seconds`, set by hand "
+          "where `seconds` was measured from runs trained beforehand, is the time with those runs "
+          "trained from an empty cache; a new record of the notebook drops it. `series` holds the "
+          "runs of `series run` as their series.json states them, keyed by their notebook ids: wall "
+          "time from start to end, workers, and whether the run cache was empty at the start. "
+          "`other_machines` holds the same rule's full runs on other CPUs or code paths (report "
+          "record FOLDER --another-machine): a check whose outcome differs between them is "
+          "machine-sensitive, and a part it decides is INCONCLUSIVE (rules v4).")
+
+
+#: What a ``series run`` note must hold to be one (a file without them is foreign).
+_SERIES_KEYS = ("profile", "notebooks", "seconds", "workers")
+
+
+def _checked_folder(folder: Path) -> tuple[dict[str, Path], dict | None]:
+    """The executed notebooks of ``folder`` (id -> path) and its ``series.json`` (None when it has
+    none), each checked: the folder is one; every notebook is one of the series, ran under
+    ``full``, finished (``executed._unfinished``) and printed a ``full`` verdict of each claim
+    registered to it; the note is a ``series run`` note (``_SERIES_KEYS``) of these notebooks
+    under ``full`` in which each finished. Anything else is a :class:`Refusal` naming the file."""
+    if not folder.is_dir():
+        raise Refusal(f"{display_path(folder)} {'is a file, not a folder' if folder.exists() else 'does not exist'}")
+    found = _notebooks(folder)
+    if not found:
+        raise Refusal(f"{display_path(folder)}: no executed notebooks (NN_*.ipynb) to record")
+    series = {p.name for p in locations.find_notebooks(NOTEBOOKS_DIR)}
+    for nb_id, path in found.items():
+        why = "not a notebook of this series" if path.name not in series else _not_full_run(nb_id, path)
+        if why:
+            raise Refusal(f"{display_path(path)}: {why}; nothing recorded")
+    note = folder / SERIES_NOTE
+    if not note.exists():
+        return found, None
+    run = read_json(note, what="the note of `series run`")
+    missing = [k for k in _SERIES_KEYS if k not in run]
+    if missing or not isinstance(run["notebooks"], dict):
+        missing = missing or ["notebooks mapping"]
+        raise Refusal(f"{display_path(note)}: not a note of `series run` (no {', '.join(missing)}); nothing recorded")
+    if run["profile"] != "full" or sorted(run["notebooks"]) != sorted(p.name for p in found.values()):
+        raise Refusal(f"{display_path(note)}: a run of {sorted(run['notebooks'])} under {run['profile']!r}, "
+                      "not of this folder's notebooks under 'full'; nothing recorded")
+    status = {name: s.get("status") if isinstance(s, dict) else s for name, s in run["notebooks"].items()}
+    if failed := [f"{name} {s}" for name, s in status.items() if s != "ok"]:
+        raise Refusal(f"{display_path(note)}: the run did not finish ({'; '.join(failed)}); nothing recorded")
+    return found, run
+
+
+def _not_full_run(nb_id: str, path: Path) -> str | None:
+    """Why an executed notebook cannot be recorded as a ``full`` run of notebook ``nb_id``, or None."""
+    from dlgn_lib.verdict import combination_rule
+    try:
+        nb = nbformat.read(path, as_version=4)
+        verdicts = verdicts_of(nb)
+    except (OSError, ValueError) as err:
+        return f"not a readable executed notebook ({str(err).splitlines()[0][:200] if str(err) else type(err).__name__})"
+    params = nb.metadata.get("papermill", {}).get("parameters", {})
+    if params.get("PROFILE") != "full":
+        return f"executed with parameters {params}, not PROFILE='full'"
+    if why := _unfinished(nb):
+        return why
+    printed = {v.claim for v in verdicts if v.profile == "full"}
+    if missing := [c for c, nbs in combination_rule()["claims"].items() if nb_id in nbs and c not in printed]:
+        return f"printed no full verdict of {', '.join(missing)}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -145,7 +197,7 @@ class Measured:
 
 
 def measured(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> dict[str, Measured]:
-    full = json.loads(record.read_text())["notebooks"] if record.exists() else {}
+    full = full_record(record).get("notebooks", {})
     out = {}
     for nb_id, path in _notebooks(notebooks_dir).items():
         nb = nbformat.read(path, as_version=4)
@@ -346,5 +398,6 @@ def key_check(claim: str, label: str, record: dict):
 
 
 def full_record(path: Path = FULL_RECORD) -> dict:
-    """The ``full`` record (``docs/full_results.json``), or an empty one when there is none."""
-    return json.loads(path.read_text()) if path.exists() else {}
+    """The ``full`` record (``docs/full_results.json``), or an empty one when there is none; a
+    :class:`Refusal` naming it when it is not a JSON object."""
+    return read_json(path, what="the record of full runs") if path.exists() else {}

@@ -30,7 +30,6 @@ PROFILE=full`` writes one under ``build/notebooks``). Commands::
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
@@ -40,7 +39,7 @@ import nbformat
 from .. import locations
 from . import full_results, guide_blocks, notebook_blocks, readme_blocks
 from .executed import FULL_RECORD, _notebooks
-from ..files import command
+from ..files import Refusal, command, write_atomic
 
 __all__ = ["main"]
 
@@ -54,7 +53,7 @@ COURSE_GUIDE = locations.REPO_ROOT / "teaching" / "course_guide.md"
 def _replace_block(text: str, name: str, body: str, where: str) -> str:
     begin, end = f"<!-- report:{name} -->", f"<!-- /report:{name} -->"
     if text.count(begin) != 1 or text.count(end) != 1:
-        raise ValueError(f"{where}: needs exactly one {begin} … {end} block")
+        raise Refusal(f"{where}: needs exactly one {begin} … {end} block")
     head, rest = text.split(begin)
     _, tail = rest.split(end)
     return f"{head}{begin}\n{body}\n{end}{tail}"
@@ -69,7 +68,8 @@ def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = F
     data = full_results.measured(notebooks_dir, record)
     out = {}
     readme = README.read_text()
-    readme = _replace_block(readme, "bottom", readme_blocks.bottom_lines_table(data, full_results.full_record(record)), str(README))
+    full = full_results.full_record(record)
+    readme = _replace_block(readme, "bottom", readme_blocks.bottom_lines_table(data, full), str(README))
     readme = _replace_block(readme, "claims", readme_blocks.claims_table(data), str(README))
     readme = _replace_block(readme, "history", readme_blocks.history_table(), str(README))
     from dlgn_lib.record import reproduce
@@ -78,9 +78,8 @@ def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = F
     from dlgn_lib.record import bench
     readme = _replace_block(readme, "bench", readme_blocks.bench_table(*bench.load_record()) if bench.RECORD.exists() else
                             "No benchmark record yet: run `python -m dlgn_lib.record.bench --series --record`.", str(README))
-    series = json.loads(record.read_text()).get("series", {}) if record.exists() else {}
     readme = _replace_block(readme, "layers", readme_blocks.layers_table(), str(README))
-    out[README] = _replace_block(readme, "times", readme_blocks.times_table(data, series=series), str(README))
+    out[README] = _replace_block(readme, "times", readme_blocks.times_table(data, series=full.get("series", {})), str(README))
     out[RECONSTRUCTION] = _replace_block(RECONSTRUCTION.read_text(), "tolerances", readme_blocks.tolerance_table(spread),
                                          str(RECONSTRUCTION))
     from dlgn_lib.record import classwalk
@@ -89,7 +88,7 @@ def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = F
     out[COURSE_GUIDE] = _replace_block(guide, "classwalk", classwalk.table(classwalk.load_record()), str(COURSE_GUIDE))
     for nb_id, path in _notebooks(notebooks_dir).items():
         source = notebook_blocks.results_cell(nbformat.read(path, as_version=4)).source
-        out[path] = _replace_block(source, "results", notebook_blocks.results_block(data[nb_id], spread, full_results.full_record(record)), str(path))
+        out[path] = _replace_block(source, "results", notebook_blocks.results_block(data[nb_id], spread, full), str(path))
     return out
 
 
@@ -105,7 +104,7 @@ def stale(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = FULL_
 
 
 def write(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> list[Path]:
-    """Rewrite the generated blocks that are out of date; returns the files changed."""
+    """Rewrite the generated blocks that are out of date, each file atomically; returns the files changed."""
     changed = []
     for path, text in generated(notebooks_dir, record).items():
         if _current(path) == text:
@@ -114,9 +113,7 @@ def write(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = FULL_
             nb = nbformat.read(path, as_version=4)
             notebook_blocks.results_cell(nb).source = text
             text = nbformat.writes(nb) + "\n"
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        write_atomic(path, text)
         changed.append(path)
     return changed
 
@@ -172,15 +169,19 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("check", help="exit 1 when a generated block disagrees with the executed notebooks")
     args = parser.parse_args(argv)
     if args.command == "record":
+        try:
+            full_results.record_full(args.folder, FULL_RECORD, another_machine=args.another_machine)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(f"nothing recorded, {locations.display_path(FULL_RECORD)} is unchanged; rerun "
+                                    f"`python -m dlgn_lib.record.report record {args.folder}`") from None
         found = sorted(_notebooks(args.folder))
-        full_results.record_full(args.folder, another_machine=args.another_machine)
         what = "as another machine's run of" if args.another_machine else "for"
         print(f"recorded {what} {len(found)} notebooks ({', '.join(found)}) in {locations.display_path(FULL_RECORD)}")
     elif args.command == "write":
-        changed = write()
+        changed = write(record=FULL_RECORD)
         print("rewritten: " + (", ".join(locations.display_path(p) for p in changed) or "nothing (all current)"))
     else:
-        behind, typed = stale(), typed_runtimes()
+        behind, typed = stale(record=FULL_RECORD), typed_runtimes()
         if behind:
             print("out of date (run `python -m dlgn_lib.record.report write`): "
                   + ", ".join(locations.display_path(p) for p in behind), file=sys.stderr)
