@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 
 from .. import locations
-from ..files import command
+from ..files import Refusal, command, write_atomic
 
 __all__ = ["main"]
 
@@ -159,9 +159,13 @@ class SnippetFailed(RuntimeError):
 
 def run_notebook(notebook: Path, items: list[Snippet]) -> dict[str, str]:
     """Execute ``notebook`` (as committed) with ``items`` appended as cells; returns what each printed.
+    Figures go to a scratch folder removed at the end, Ctrl-C included; the kernel's own messages
+    are shown after it ends, except on Ctrl-C.
 
     Raises:
         SnippetFailed: the notebook or a snippet raised; names the cell and the error.
+        KeyboardInterrupt: Ctrl-C (nbclient's own handler shuts the kernel down and fails in its
+            own ways, "Kernel died"; it leaves ``_async_cleanup_kernel_future`` behind).
     """
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -171,22 +175,33 @@ def run_notebook(notebook: Path, items: list[Snippet]) -> dict[str, str]:
     first = len(nb.cells)
     for snippet in items:
         nb.cells.append(nbformat.v4.new_code_cell(snippet.code, metadata={"solution": snippet.id}))
-    with tempfile.TemporaryDirectory(prefix="dlgn-solutions-") as scratch:
+    failed = None
+    with (tempfile.TemporaryDirectory(prefix="dlgn-solutions-") as scratch,
+          open(Path(scratch) / "kernel.log", "w+") as log):
+        client = NotebookClient(nb, kernel_name=CURRENT_INTERPRETER_KERNEL, kernel_manager_class=_KernelManager,
+                                resources={"metadata": {"path": str(notebook.parent)}}, timeout=None)
         before = os.environ.get("DLGN_FIGURES_DIR")
         os.environ["DLGN_FIGURES_DIR"] = scratch   # the kernel inherits it; figures/ stays untouched
         try:
-            NotebookClient(nb, kernel_name=CURRENT_INTERPRETER_KERNEL, kernel_manager_class=_KernelManager,
-                           resources={"metadata": {"path": str(notebook.parent)}}, timeout=None).execute()
-        except CellExecutionError as exc:
-            where = next((c.metadata.get("solution", f"notebook cell {i}") for i, c in enumerate(nb.cells)
-                          if any(o.get("output_type") == "error" for o in c.get("outputs", []))), "a cell")
-            last = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip().splitlines()[-1]   # without terminal colours
-            raise SnippetFailed(f"{notebook.name}: {where} failed: {last[:300]}") from None
+            client.execute(stderr=log)
+        except Exception as exc:
+            failed = exc
         finally:
             if before is None:
                 os.environ.pop("DLGN_FIGURES_DIR", None)
             else:
                 os.environ["DLGN_FIGURES_DIR"] = before
+        if hasattr(client, "_async_cleanup_kernel_future"):
+            raise KeyboardInterrupt   # the kernel's complaints about being shut down are not shown
+        log.seek(0)
+        sys.stderr.write(log.read())
+    if isinstance(failed, CellExecutionError):
+        where = next((c.metadata.get("solution", f"notebook cell {i}") for i, c in enumerate(nb.cells)
+                      if any(o.get("output_type") == "error" for o in c.get("outputs", []))), "a cell")
+        last = re.sub(r"\x1b\[[0-9;]*m", "", str(failed)).strip().splitlines()[-1]   # without terminal colours
+        raise SnippetFailed(f"{notebook.name}: {where} failed: {last[:300]}") from None
+    if failed is not None:
+        raise failed
     return {cell.metadata["solution"]: _printed_text(cell) for cell in nb.cells[first:]}
 
 
@@ -217,11 +232,13 @@ def _about_line(nb_id: str) -> str:
             f"{provenance.machine_label()}, {numerics.mode()} code path")
 
 
+#: The markers of the ``about`` block; ``run`` refuses a file without exactly one such block.
+_ABOUT = ("<!-- output:about -->", "<!-- /output:about -->")
+
+
 def _with_about(text: str, nb_id: str) -> str:
     """``text`` with notebook ``nb_id``'s line of the ``about`` block written (the block must exist)."""
-    begin, end = "<!-- output:about -->", "<!-- /output:about -->"
-    if text.count(begin) != 1 or text.count(end) != 1:
-        raise ValueError(f"{SOLUTIONS.name}: needs exactly one {begin} … {end} block")
+    begin, end = _ABOUT
     head, rest = text.split(begin)
     body, tail = rest.split(end)
     lines = {line[2:4]: line for line in body.strip().splitlines() if line.startswith("- ")}
@@ -231,38 +248,53 @@ def _with_about(text: str, nb_id: str) -> str:
 
 def run(only: list[str] | None = None, path: Path = SOLUTIONS, notebooks_dir: Path = NOTEBOOKS_DIR,
         say=print) -> list[str]:
-    """Regenerate the output blocks (of the notebooks in ``only``, or all); returns the failures."""
-    text = path.read_text()
+    """Regenerate the output blocks (of the notebooks in ``only``, or all), the file rewritten
+    atomically after each notebook; returns the failures. A missing file or notebook is a
+    :class:`Refusal` before anything runs; Ctrl-C says which notebooks were written and what to rerun."""
+    text = _read(path)
+    if any(text.count(marker) != 1 for marker in _ABOUT):
+        raise Refusal(f"{locations.display_path(path)}: needs exactly one {' … '.join(_ABOUT)} block; nothing written")
     by_notebook: dict[str, list[Snippet]] = {}
     for snippet in snippets(text):
         by_notebook.setdefault(snippet.id[:2], []).append(snippet)
     unknown = sorted(set(only or ()) - set(by_notebook))
     if unknown:
-        raise ValueError(f"--only: no solutions for notebook(s) {', '.join(unknown)}; "
-                         f"available: {', '.join(sorted(by_notebook))}")
-    failures = []
-    for nb_id, items in sorted(by_notebook.items()):
-        if only and nb_id not in only:
-            continue
-        notebook = next(notebooks_dir.glob(f"{nb_id}_*.ipynb"))
-        t = time.perf_counter()
-        say(f"{notebook.name}: the notebook, then {len(items)} snippet(s) …")
-        try:
-            printed = run_notebook(notebook, items)
-        except SnippetFailed as exc:
-            failures.append(str(exc))
-            say(f"  FAILED: {exc}")
-            continue
-        text = with_outputs(path.read_text(), printed)   # re-read: write only this notebook's blocks
-        _write(path, _with_about(text, nb_id))
-        say(f"  {len(printed)} output block(s) written in {time.perf_counter() - t:.0f} s")
+        raise Refusal(f"--only: no solutions for notebook(s) {', '.join(unknown)} in {locations.display_path(path)}; "
+                      f"available: {', '.join(sorted(by_notebook))}")
+    chosen = {nb_id: items for nb_id, items in sorted(by_notebook.items()) if not only or nb_id in only}
+    notebooks = {nb_id: next(iter(sorted(Path(notebooks_dir).glob(f"{nb_id}_*.ipynb"))), None) for nb_id in chosen}
+    if missing := [nb_id for nb_id, notebook in notebooks.items() if notebook is None]:
+        raise Refusal(f"{locations.display_path(notebooks_dir)} has no notebook {', '.join(missing)} "
+                      f"(NN_*.ipynb) to run the solutions of; nothing written")
+    failures, done = [], []
+    try:
+        for nb_id, items in chosen.items():
+            t = time.perf_counter()
+            say(f"{notebooks[nb_id].name}: the notebook, then {len(items)} snippet(s) …")
+            try:
+                printed = run_notebook(notebooks[nb_id], items)
+            except SnippetFailed as exc:
+                failures.append(str(exc))
+                say(f"  FAILED: {exc}")
+                continue
+            text = with_outputs(_read(path), printed)   # re-read: write only this notebook's blocks
+            write_atomic(path, _with_about(text, nb_id))
+            done.append(nb_id)
+            say(f"  {len(printed)} output block(s) written in {time.perf_counter() - t:.0f} s")
+    except KeyboardInterrupt:
+        rest = [nb_id for nb_id in chosen if nb_id not in done]
+        raise KeyboardInterrupt(f"{', '.join(done) or 'no notebook'} written, {locations.display_path(path)} is whole"
+                                + (f"; rerun with --only {' '.join(rest)}" if rest else "")) from None
     return failures
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+def _read(path: Path) -> str:
+    """The text of the solutions file; a :class:`Refusal` naming it when it is missing or a folder."""
+    path = Path(path)
+    if not path.is_file():
+        raise Refusal(f"{locations.display_path(path)} {'is a folder, not a file' if path.is_dir() else 'is missing'} "
+                      "(the worked solutions)")
+    return path.read_text()
 
 
 @command
@@ -275,14 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("check", help="exit 1 when a snippet has no output or prose quotes a number not printed")
     args = parser.parse_args(argv)
     if args.command == "run":
-        try:
-            failures = run(args.only)
-        except ValueError as exc:
-            parser.error(str(exc))
+        failures = run(args.only, SOLUTIONS, NOTEBOOKS_DIR)
         for failure in failures:
             print(f"error: {failure}", file=sys.stderr)
         return 1 if failures else 0
-    text = SOLUTIONS.read_text()
+    text = _read(SOLUTIONS)
     found, done = problems(text), regenerated(text)
     for place in found:
         print(place, file=sys.stderr)
