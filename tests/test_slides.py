@@ -3,6 +3,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from dlgn_lib import files
 from dlgn_lib.record import slides
 
 
@@ -36,6 +37,6 @@ def test_the_committed_class_notebooks_carry_the_rule_s_slide_metadata():
 
 
 def test_a_notebook_outside_the_class_path_is_refused_by_name():
-    with pytest.raises(ValueError, match="no slides for notebook\\(s\\) 07; the class path is 00, 01, 03, 05"):
+    with pytest.raises(files.Refusal, match="no slides for notebook\\(s\\) 07; the class path is 00, 01, 03, 05"):
         slides.class_notebooks(["01", "07"])
     assert slides.main(["--only", "07"]) == 1

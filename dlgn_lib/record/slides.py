@@ -29,7 +29,7 @@ from pathlib import Path
 import nbformat
 
 from dlgn_lib import locations
-from ..files import command
+from ..files import Refusal, command, writable_folder, write_atomic
 
 __all__ = ["main"]
 
@@ -75,7 +75,7 @@ def tag(notebook: Path) -> bool:
             cell.metadata["slideshow"] = {"slide_type": wanted}
             changed = True
     if changed:
-        nbformat.write(nb, notebook)
+        write_atomic(notebook, nbformat.writes(nb) + "\n")
     return changed
 
 
@@ -83,36 +83,43 @@ def class_notebooks(only=None) -> list[Path]:
     ids = list(only or CLASS_PATH)
     unknown = [i for i in ids if i not in CLASS_PATH]
     if unknown:
-        raise ValueError(f"no slides for notebook(s) {', '.join(unknown)}; the class path is {', '.join(CLASS_PATH)}")
-    folder = locations.REPO_ROOT / "notebooks"
-    return [next(folder.glob(f"{i}_*.ipynb")) for i in ids]
+        raise Refusal(f"no slides for notebook(s) {', '.join(unknown)}; the class path is {', '.join(CLASS_PATH)}")
+    found = {locations.notebook_id(p): p for p in locations.find_notebooks()}
+    if missing := [i for i in ids if i not in found]:
+        raise Refusal(f"notebooks/ has no notebook {', '.join(missing)} (NN_*.ipynb) of the class path")
+    return [found[i] for i in ids]
 
 
 def vendor(out: Path, cache: Path | None = None) -> Path:
     """reveal.js, jQuery, RequireJS and MathJax under ``out/vendor`` (from verified npm tarballs)."""
+    from dlgn_lib.data.base import DatasetNotAvailable
     from dlgn_lib.data.prepare import npm_package
     cache = cache or locations.build_dir() / "vendor"
     target = out / "vendor"
-    if target.exists():
-        shutil.rmtree(target)
-    for package, (sha1, members) in VENDOR.items():
-        tarball = npm_package(package, cache, sha1, "Delete it and run `make slides` again.")
-        name = package.rsplit("@", 1)[0]
-        with tarfile.open(tarball, "r:gz") as archive:
-            chosen = [m for m in archive.getmembers() if m.isfile() and any(
-                m.name == f"package/{w}" or m.name.startswith(f"package/{w}/") for w in members)]
-            for member in chosen:
-                member.name = member.name[len("package/"):]
-            archive.extractall(target / name, members=chosen, filter="data")
-    (target / "mermaid-stub.mjs").write_text(MERMAID_STUB)
+    try:
+        if target.exists():
+            shutil.rmtree(target)
+        for package, (sha1, members) in VENDOR.items():
+            tarball = npm_package(package, cache, sha1, "Delete it and run `make slides` again.")
+            name = package.rsplit("@", 1)[0]
+            with tarfile.open(tarball, "r:gz") as archive:
+                chosen = [m for m in archive.getmembers() if m.isfile() and any(
+                    m.name == f"package/{w}" or m.name.startswith(f"package/{w}/") for w in members)]
+                for member in chosen:
+                    member.name = member.name[len("package/"):]
+                archive.extractall(target / name, members=chosen, filter="data")
+        (target / "mermaid-stub.mjs").write_text(MERMAID_STUB)
+    except DatasetNotAvailable as err:
+        raise Refusal(str(err)) from None
+    except OSError as err:
+        raise Refusal(f"cannot write {locations.display_path(target)}: {err.strerror or err}") from None
     return target
 
 
 def build(out: Path, only=None) -> list[Path]:
     """The class path's slides in ``out``; returns the HTML files written."""
     from nbconvert import SlidesExporter
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = writable_folder(out)
     vendor(out)
     exporter = SlidesExporter(
         reveal_url_prefix="vendor/reveal.js", reveal_theme="white", reveal_scroll=True,
@@ -124,11 +131,9 @@ def build(out: Path, only=None) -> list[Path]:
         nb = nbformat.read(notebook, as_version=4)
         nb.metadata.pop("widgets", None)   # the live widgets' state: the static twins stand for it
         if not any("slideshow" in c.metadata for c in nb.cells):
-            raise ValueError(f"{notebook.name} has no slide metadata; run `python -m dlgn_lib.record.slides tag`")
+            raise Refusal(f"{notebook.name} has no slide metadata; run `python -m dlgn_lib.record.slides tag`")
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
-        path = out / f"{notebook.stem}.slides.html"
-        path.write_text(body)
-        written.append(path)
+        written.append(write_atomic(out / f"{notebook.stem}.slides.html", body))
     return written
 
 
@@ -140,16 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="folder of the slides (default: build/slides)")
     parser.add_argument("--only", nargs="+", metavar="ID", help=f"notebook ids of the class path ({', '.join(CLASS_PATH)})")
     args = parser.parse_args(argv)
-    try:
-        if args.command == "tag":
-            for notebook in class_notebooks(args.only):
-                print(f"{notebook.name}: {'tagged' if tag(notebook) else 'already tagged'}")
-            return 0
-        start = time.perf_counter()
-        written = build(args.out or locations.build_dir() / "slides", args.only)
-    except (ValueError, OSError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    if args.command == "tag":
+        for notebook in class_notebooks(args.only):
+            print(f"{notebook.name}: {'tagged' if tag(notebook) else 'already tagged'}")
+        return 0
+    start = time.perf_counter()
+    written = build(args.out or locations.build_dir() / "slides", args.only)
     for path in written:
         print(f"slides: {locations.display_path(path)}")
     print(f"{len(written)} slide decks in {time.perf_counter() - start:.0f} s; open one in a browser "

@@ -17,12 +17,13 @@ import argparse
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
 
 from .. import locations
-from ..files import command
+from ..files import Refusal, command, writable_folder
 
 __all__ = ["main"]
 
@@ -53,22 +54,36 @@ def _student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def write_edition(out: Path | str, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
-    """Write the student edition into ``out`` (replaced whole); returns the notebooks written."""
+    """Write the student edition into ``out``, replaced whole once every file is written; returns the
+    notebooks written. A full disk, a read-only folder or Ctrl-C leaves the old edition and no
+    temporary folder; a failed write is a :class:`Refusal` naming ``out``."""
     out = Path(out)
     notebooks = locations.find_notebooks(notebooks_dir)
     if not notebooks:
-        raise FileNotFoundError(f"{notebooks_dir}: no notebooks (NN_*.ipynb)")
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    written = []
-    for path in notebooks:
-        nbformat.write(_student_notebook(nbformat.read(path, as_version=4)), tmp / path.name)
-        written.append(out / path.name)
-    (tmp / "README.md").write_text(README)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
-    return written
+        raise Refusal(f"{locations.display_path(notebooks_dir)}: no notebooks (NN_*.ipynb)")
+    if out.exists() and not out.is_dir():
+        raise Refusal(f"{locations.display_path(out)} is a file, not a folder")
+    writable_folder(out.parent)
+    try:
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+    except OSError as err:
+        raise Refusal(f"cannot write {locations.display_path(out)}: {err.strerror or err}") from None
+    old = tmp.with_name(tmp.name + ".old")
+    try:
+        for path in notebooks:
+            nbformat.write(_student_notebook(nbformat.read(path, as_version=4)), tmp / path.name)
+        (tmp / "README.md").write_text(README)
+        if out.exists():
+            out.rename(old)
+        tmp.rename(out)
+    except OSError as err:
+        raise Refusal(f"cannot write {locations.display_path(out)}: {err.strerror or err}; it is unchanged") from None
+    finally:
+        if old.exists() and not out.exists():
+            old.rename(out)
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+    return [out / path.name for path in notebooks]
 
 
 def solution_lines(solutions: Path = SOLUTIONS, notebooks=None) -> set[str]:
