@@ -129,12 +129,13 @@ class RunConfig:
         d.pop("name")
         return d
 
-    def key(self) -> str:
+    def key(self, numerics_tag: str | None = "this process") -> str:
         """Stable hash of the config, ``CODE_VERSION`` and, off the pinned path, the numeric code
-        path (``numerics.cache_tag``): the run cache key."""
+        path (``numerics.cache_tag``; ``numerics_tag`` names another one, None the pinned path):
+        the run cache key."""
         from . import numerics
         about = {"config": self.to_dict(), "code": CODE_VERSION}
-        tag = numerics.cache_tag()
+        tag = numerics.cache_tag() if numerics_tag == "this process" else numerics_tag
         if tag is not None:
             about["numerics"] = tag
         text = json.dumps(about, sort_keys=True, default=list)

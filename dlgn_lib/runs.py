@@ -41,7 +41,9 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
@@ -50,7 +52,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from . import __version__, batched, config as _config, fused, locations, models, numerics
+from . import __version__, batched, config as _config, files, fused, locations, models, numerics
 from .config import RunConfig
 from .train import Run, quiet, train
 
@@ -238,7 +240,7 @@ def save(run: Run, root: Path | None = None, *, rescue: bool = True) -> Path:
         torch.save(payload, tmp / "run.pt")
         manifest = {"format": FORMAT, "key": run.config.key(), "dlgn_lib": __version__, "code_version": _config.CODE_VERSION,
                     "config": json.loads(run.config.to_json()), "sha256": _sha256(tmp / "run.pt"),
-                    "made_by": _config.made_by()}
+                    "made_by": _config.made_by(), "numerics": numerics.cache_tag()}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
         for name in ("run.pt", "manifest.json"):
             with open(tmp / name, "rb") as fh:
@@ -301,7 +303,7 @@ def _verified(folder: Path, key: str | None = None) -> tuple[dict, dict]:
     except Exception as exc:  # a file that passes the checksum but cannot be read is still corrupt
         if isinstance(exc, pickle.UnpicklingError) or "weights_only" in str(exc):
             raise CorruptEntry("run.pt holds objects other than tensors and plain data, which this cache never "
-                               "unpickles (no code in it was run); the entry is set aside and retrained") from None
+                               "unpickles (no code in it was run)") from None
         raise CorruptEntry(f"run.pt unreadable ({exc.__class__.__name__}: {exc})") from exc
     if not isinstance(payload, dict) or set(payload) != set(PAYLOAD_LAYOUT):
         found = sorted(payload) if isinstance(payload, dict) else type(payload).__name__
@@ -317,12 +319,25 @@ def _verified(folder: Path, key: str | None = None) -> tuple[dict, dict]:
     if not isinstance(meta, dict):
         raise CorruptEntry("run.pt has the wrong layout: meta is not a mapping")
     if stored.key() != manifest["key"]:
-        version = manifest.get("code_version")
-        if version is not None and version != _config.CODE_VERSION:
-            raise CorruptEntry(f"made by code version {version}; this library is code version {_config.CODE_VERSION}")
-        raise CorruptEntry("stored config differs from its key (another code version, or altered)")
+        raise CorruptEntry(_why_another_key(manifest, stored))
     payload["meta"] = meta
     return manifest, payload
+
+
+def _why_another_key(manifest: dict, stored: RunConfig) -> str:
+    """Why an entry's stored config keys otherwise than its manifest: another code version, another
+    numeric code path (named when the manifest records it, or when it is the pinned one), or altered."""
+    version = manifest.get("code_version")
+    if version is not None and version != _config.CODE_VERSION:
+        return f"made by code version {version}; this library is code version {_config.CODE_VERSION}"
+    here = numerics.cache_tag()
+    for tag in {manifest.get("numerics"), None} - {here}:
+        if stored.key(tag) == manifest["key"]:
+            return (f"made on another numeric code path ({tag or 'pinned, the default'}) than this process runs "
+                    f"({here or 'pinned, the default'}); set DLGN_NUMERICS, DLGN_NUM_THREADS and the pinned "
+                    "variables as where it was made (dlgn_lib.numerics)")
+    return ("stored config differs from its key: made on another numeric code path (DLGN_NUMERICS, "
+            "DLGN_NUM_THREADS or the pinned variables), or altered")
 
 
 def verify_entry(folder: Path, key: str | None = None) -> dict:
@@ -473,10 +488,7 @@ def summary_line(n_runs: int, tally: dict) -> str:
 def train_processes() -> int:
     """Processes that train groups of seeds side by side in ``get_or_train_many``
     (``DLGN_TRAIN_PROCESSES``, default 1: every group in this process, one after another)."""
-    value = os.environ.get("DLGN_TRAIN_PROCESSES", "1")
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"DLGN_TRAIN_PROCESSES={value!r} is not allowed; use a positive integer (default 1)")
-    return int(value)
+    return files.env_int("DLGN_TRAIN_PROCESSES", 1)
 
 
 class OtherCodePath(RuntimeError):
@@ -503,15 +515,25 @@ def _train_in_child(configs: list[RunConfig], threads: int, made_by: dict | None
     return tally["trained"]
 
 
+def _group_label(group: list[RunConfig]) -> str:
+    """A group of seeds as a person tells it from the others: its label less the seed, widths and seeds."""
+    first = group[0]
+    label = re.sub(r" ?\(seed \d+\)$", "", first.label())
+    return (f"{label} (widths {'-'.join(map(str, first.model.widths))}, "
+            f"seed{'s' if len(group) > 1 else ''} {', '.join(str(c.seed) for c in group)})")
+
+
 def _train_side_by_side(groups: list[list[RunConfig]], processes: int, device, progress: bool | None) -> int:
     """Train the groups that have missing entries in up to ``processes`` spawned processes, one
     group per process at a time, each saving its runs to the cache; returns the runs trained.
 
     Each process runs the same training code on the same thread count as this one (so the same
     code path and cache keys), and a group's seeds still train together: the runs are the ones
-    this process would train, bit for bit. Where a process fails (a read-only cache, a full disk,
-    a killed process), the failure is reported and the group is left to this process, which
-    trains it or raises the error with its usual message.
+    this process would train, bit for bit. Each of the ``processes`` lanes hands its process group
+    after group; a process that dies (killed, out of memory) loses only the group it trains: its
+    lane starts a new process for the next group, the other lanes go on, and every group finished
+    stays saved. Each failed group is named (``_group_label``) and left to this process, which
+    trains it or raises the error with its usual message (a read-only cache, a full disk).
     """
     on = torch.device(device) if device is not None else models.default_device()
     if processes < 2 or len(groups) < 2 or on.type != "cpu":
@@ -520,27 +542,55 @@ def _train_side_by_side(groups: list[list[RunConfig]], processes: int, device, p
     todo = [group for group in todo if group]
     if len(todo) < 2:
         return 0
-    trained = 0
+    lanes, context = min(processes, len(todo)), multiprocessing.get_context("spawn")
+    args = (torch.get_num_threads(), _config.made_by())
+    waiting, outcome, stop = list(reversed(range(len(todo)))), {}, threading.Event()
     show = (not quiet()) if progress is None else progress
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=min(processes, len(todo)), mp_context=context) as pool:
-        futures = {pool.submit(_train_in_child, group, torch.get_num_threads(), _config.made_by(),
-                               [c.key() for c in group]): group for group in todo}
-        other_path = 0
-        for future in tqdm(concurrent.futures.as_completed(futures), total=len(futures), disable=not show,
-                           desc=f"groups of seeds, {min(processes, len(todo))} processes", leave=False):
-            try:
-                trained += future.result()
-            except OtherCodePath as exc:   # said once below
-                other_path += 1
-                reason = exc
-            except Exception as exc:   # left to this process, which trains it or reports the error itself
-                print(f"training {futures[future][0].label()} in a separate process failed "
-                      f"({type(exc).__name__}: {exc}); training it here", file=sys.stderr, flush=True)
-        if other_path:
-            print(f"{other_path} group(s) of seeds not trained side by side: {reason}; training them here, "
-                  f"one after another (import dlgn_lib before numpy and torch to train them side by side)",
+    bar = tqdm(total=len(todo), disable=not show, desc=f"groups of seeds, {lanes} processes", leave=False)
+
+    def lane():
+        while waiting and not stop.is_set():
+            with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+                while not stop.is_set():
+                    try:
+                        index = waiting.pop()
+                    except IndexError:
+                        return
+                    try:
+                        outcome[index] = pool.submit(_train_in_child, todo[index], *args,
+                                                     [c.key() for c in todo[index]]).result()
+                    except BaseException as exc:   # reported below; Ctrl-C in the process stops the lanes too
+                        outcome[index] = exc
+                        if not isinstance(exc, Exception):
+                            stop.set()
+                    bar.update()
+                    if isinstance(outcome[index], BrokenProcessPool):
+                        break   # its process died: a new one for the next group
+
+    threads = [threading.Thread(target=lane, daemon=True) for _ in range(lanes)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        stop.set()   # Ctrl-C here: the lanes hand out no more groups
+        bar.close()
+    trained, other_path = 0, []
+    for index, result in sorted(outcome.items()):
+        if isinstance(result, int):
+            trained += result
+        elif isinstance(result, OtherCodePath):   # said once below
+            other_path.append(result)
+        else:   # left to this process, which trains it or reports the error itself
+            why = ("its process was killed or crashed" if isinstance(result, BrokenProcessPool)
+                   else f"{type(result).__name__}: {result}")
+            print(f"training {_group_label(todo[index])} in a separate process failed ({why}); training it here",
                   file=sys.stderr, flush=True)
+    if other_path:
+        print(f"{len(other_path)} group(s) of seeds not trained side by side: {other_path[0]}; training them here, "
+              f"one after another (import dlgn_lib before numpy and torch to train them side by side)",
+              file=sys.stderr, flush=True)
     return trained
 
 

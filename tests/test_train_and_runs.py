@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from dlgn_lib import config as C
-from dlgn_lib import runs, train
+from dlgn_lib import files, runs, train
 
 
 @pytest.fixture(autouse=True)
@@ -243,7 +243,7 @@ def test_a_side_by_side_process_on_another_code_path_trains_nothing(cache_dir):
 
 def test_side_by_side_processes_are_checked_and_a_failed_process_leaves_its_group_here(monkeypatch, capsys):
     monkeypatch.setenv("DLGN_TRAIN_PROCESSES", "zero")
-    with pytest.raises(ValueError, match="DLGN_TRAIN_PROCESSES='zero'"):
+    with pytest.raises(files.Refusal, match="DLGN_TRAIN_PROCESSES='zero'"):
         runs.train_processes()
     with pytest.raises(ValueError, match="processes=0"):
         runs.get_or_train_many([small_config()], processes=0)
