@@ -4,42 +4,52 @@ A teacher trains once (``make figures PROFILE=full``) and exports; students impo
 server points ``DLGN_RUNS_DIR`` at a shared read-only folder the bundle was imported into::
 
     python -m dlgn_lib.runs export course.tar.gz [--profile full] [--notebook 05]
-    python -m dlgn_lib.runs import course.tar.gz [--into DIR]
+    python -m dlgn_lib.runs import course.tar.gz [--into DIR] [--sha256 HEX]
 
 A bundle is a gzipped tar of entry folders (``<key>/manifest.json``, ``<key>/run.pt``, exactly as
-in the cache) and ``bundle.json`` (what it holds). Import trusts nothing in it:
+in the cache) and ``bundle.json`` (what it holds). Export writes it atomically (a temporary file
+beside it, fsync, rename) and, beside it, ``<bundle>.sha256``: its SHA-256 in ``sha256sum``'s
+format (``HEX  NAME``). Import trusts nothing in it:
 
 - members other than those files and their folders are refused before anything is written:
   absolute paths, ``..``, links, devices, anything else (a crafted tar is a classic attack);
+- the work is bounded before anything is written: the member list is read first and refused past
+  ``MAX_MEMBERS`` (``MAX_ENTRIES`` entries), sparse members are refused, the sizes in the members'
+  headers must stay under ``MAX_MEMBER_BYTES`` each and ``MAX_BUNDLE_BYTES`` in all and fit the free
+  space of the target; members are staged in the bundle's own order (one pass over the file), and
+  each ``run.pt`` is hashed while it streams and stops at the first byte past its header's size;
 - every entry is verified as the cache verifies its own (checksum, layout, key recomputed from
-  the config, so an entry of another code version is refused) in a temporary folder; one bad
-  entry refuses the whole bundle, and the temporary folder is removed;
-- a valid local entry is never replaced (it is reported as present); a corrupt one is;
-- the work is bounded before anything is written: sparse members are refused, and the sizes in
-  the members' headers must stay under ``MAX_MEMBER_BYTES`` each and ``MAX_BUNDLE_BYTES`` in all,
-  and fit the free space of the target; each ``run.pt`` is hashed while it streams and stops at
-  the first byte past its header's size or a checksum that differs from its manifest's.
+  the config, so an entry of another code version or numeric code path is refused, naming it) in a
+  temporary folder; one bad entry refuses the whole bundle: nothing is imported, and the
+  temporary folder is removed;
+- a valid local entry is never replaced (it is reported as present); a corrupt one is.
+
+What the checksums can promise. The SHA-256 of each ``run.pt`` inside the bundle (in its manifest)
+catches damage: a truncated download, a flipped bit. It cannot catch tampering: whoever changes a
+run can recompute that checksum. A checksum published beside the bundle by someone you trust (the
+teacher's course page, say) can: ``import --sha256 HEX`` refuses a bundle whose SHA-256 differs.
+Without ``--sha256``, import checks the bundle against its ``<bundle>.sha256`` file when one lies
+beside it, which catches a damaged or swapped bundle but not a tamperer who replaced both files.
 """
 from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import io
 import json
 import os
 import re
 import shutil
-import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import __version__, locations, runs
-from ..runs import CacheWriteError
+from .. import __version__, files, locations, runs
 from .. import config as _config
 from ..config import PROFILES
-from ..files import command
+from ..files import Refusal, command
 
 __all__ = ["main"]
 
@@ -51,10 +61,15 @@ ENTRY_FILES = ("manifest.json", "run.pt")
 MAX_MEMBER_BYTES = 1 << 30          # 1 GiB
 MAX_BUNDLE_BYTES = 8 << 30          # 8 GiB
 MAX_MANIFEST_BYTES = 1 << 20        # 1 MiB
+#: Entries of one bundle: the whole cache of the series, every profile, is about 3,500.
+MAX_ENTRIES = 5_000
+#: Members of one bundle: a folder and two files per entry, and bundle.json.
+MAX_MEMBERS = 3 * MAX_ENTRIES + 1
 _CHUNK = 1 << 20
+_READ_ERRORS = (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile)
 
 
-class BundleError(RuntimeError):
+class BundleError(Refusal):
     """A bundle cannot be written or is refused; the message names the file, member or entry."""
 
 
@@ -70,6 +85,19 @@ class ImportReport:
                 f"{len(self.present)} already present (kept)")
 
 
+def _shown(path: Path | str) -> str:
+    return locations.display_path(path)
+
+
+def _checksum_file(bundle: Path) -> Path:
+    return bundle.with_name(bundle.name + ".sha256")
+
+
+def _sha256(path: Path | str) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
 def _selected(manifest: dict, profile: str | None, notebook: str | None) -> bool:
     made_by = manifest.get("made_by") or {}
     return ((profile is None or made_by.get("profile") == profile)
@@ -78,15 +106,22 @@ def _selected(manifest: dict, profile: str | None, notebook: str | None) -> bool
 
 def export(file: Path | str, *, profile: str | None = None, notebook: str | None = None,
            root: Path | None = None) -> list[str]:
-    """Write the verified entries of the cache (or of one profile / notebook) to ``file``.
+    """Write the verified entries of the cache (or of one profile / notebook) to ``file``, and its
+    SHA-256 to ``<file>.sha256``.
 
     Entries are selected by the notebook and profile recorded when they were trained (``made_by``
     in their manifest); entries that fail verification are left out and named. Returns the keys.
+    A file that cannot be written (a folder, a file in its path, a read-only folder, a full disk)
+    is a ``BundleError`` (or ``files.Refusal``) naming it; an old bundle there stays whole.
     """
     if profile is not None and profile not in PROFILES:
         raise BundleError(f"--profile {profile!r} is not a profile; choose one of {', '.join(PROFILES)}")
     root = Path(root) if root else locations.runs_dir()
     file = Path(file)
+    if file.is_dir():
+        raise BundleError(f"{_shown(file)} is a folder; name the bundle's file, such as "
+                          f"{_shown(file / 'course.tar.gz')}")
+    files.writable_folder(file.parent)
     chosen, skipped = [], []
     for folder in runs.entry_folders(root):
         try:
@@ -101,23 +136,30 @@ def export(file: Path | str, *, profile: str | None = None, notebook: str | None
         raise BundleError(f"no valid entries to export from {root}" + (f" for {what}" if what else ""))
     about = {"format": BUNDLE_FORMAT, "dlgn_lib": __version__, "code_version": _config.CODE_VERSION,
              "entries": [f.name for f in chosen], "profile": profile, "notebook": notebook}
-    file.parent.mkdir(parents=True, exist_ok=True)
     runs.remove_stale_temporaries(file.parent, kind="export")   # left by an export that was killed
-    fd, tmp = tempfile.mkstemp(prefix=runs.temp_prefix("export"), suffix=".tar.gz", dir=file.parent)
+    tmp = None
     try:
-        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
-            data = json.dumps(about, indent=1).encode()
-            info = tarfile.TarInfo("bundle.json")
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-            for folder in chosen:
-                for name in ENTRY_FILES:
-                    tar.add(folder / name, arcname=f"{folder.name}/{name}", recursive=False)
+        fd, tmp = tempfile.mkstemp(prefix=runs.temp_prefix("export"), suffix=".tar.gz", dir=file.parent)
+        with os.fdopen(fd, "wb") as raw:
+            with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+                data = json.dumps(about, indent=1).encode()
+                info = tarfile.TarInfo("bundle.json")
+                info.size, info.mode = len(data), 0o644
+                tar.addfile(info, io.BytesIO(data))
+                for folder in chosen:
+                    for name in ENTRY_FILES:
+                        tar.add(folder / name, arcname=f"{folder.name}/{name}", recursive=False)
+            raw.flush()
+            os.fsync(raw.fileno())
         os.chmod(tmp, 0o666 & ~locations.UMASK)   # mkstemp makes it 0600; a bundle is for a class to read
+        files.write_atomic(_checksum_file(file), f"{_sha256(tmp)}  {file.name}\n")
         os.replace(tmp, file)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    except OSError as exc:
+        raise BundleError(f"cannot write {_shown(file)}: {exc.strerror or exc}; no bundle was written "
+                          "(one there before is unchanged)") from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
     for line in skipped:
         print(f"left out (fails verification): {line}")
     return [f.name for f in chosen]
@@ -140,18 +182,55 @@ def _check_member(member: tarfile.TarInfo) -> None:
 
 
 def _open(file: Path) -> tarfile.TarFile:
+    if file.is_dir():
+        raise BundleError(f"{_shown(file)} is a folder, not a run bundle")
     try:
         return tarfile.open(file, mode="r:*")
     except FileNotFoundError:
-        raise BundleError(f"{file}: no such bundle") from None
-    except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
-        raise BundleError(f"{file} is not a readable run bundle (truncated or not a tar.gz): {exc}") from None
+        raise BundleError(f"{_shown(file)}: no such bundle") from None
+    except _READ_ERRORS as exc:
+        raise BundleError(f"{_shown(file)} is not a readable run bundle (truncated or not a tar.gz): {exc}") from None
 
 
-def _bounded(file: Path, files: list[tarfile.TarInfo], root: Path) -> int:
+def _members(tar: tarfile.TarFile, file: Path) -> list[tarfile.TarInfo]:
+    """The bundle's file members, in its order; each header checked as it is read, and the list
+    refused past ``MAX_MEMBERS`` without reading further."""
+    members = []
+    try:
+        for member in tar:
+            if len(members) == MAX_MEMBERS:
+                raise BundleError(f"{_shown(file)} holds more than {MAX_MEMBERS:,} members, over the bound of a run "
+                                  f"bundle ({MAX_MEMBERS:,}: {MAX_ENTRIES:,} entries); refused before anything "
+                                  "was written")
+            _check_member(member)
+            members.append(member)
+    except _READ_ERRORS as exc:
+        raise BundleError(f"{_shown(file)} is not a readable run bundle (truncated or damaged): {exc}") from None
+    return [m for m in members if m.isfile()]
+
+
+def _entries(members: list[tarfile.TarInfo], file: Path) -> list[str]:
+    """The entry keys of a bundle's file members, each with exactly ``ENTRY_FILES``."""
+    have: dict[str, list[str]] = {}
+    for member in members:
+        if "/" in member.name:
+            key, name = member.name.split("/")
+            have.setdefault(key, []).append(name)
+    if not have:
+        raise BundleError(f"{_shown(file)} holds no run entries")
+    if len(have) > MAX_ENTRIES:
+        raise BundleError(f"{_shown(file)} holds {len(have):,} entries, over the bound of {MAX_ENTRIES:,}; "
+                          "refused before anything was written")
+    for key, names in have.items():
+        if sorted(names) != sorted(ENTRY_FILES):
+            raise BundleError(f"entry {key} in {_shown(file)} has files {sorted(names)}, not {list(ENTRY_FILES)}")
+    return sorted(have)
+
+
+def _bounded(file: Path, members: list[tarfile.TarInfo], root: Path) -> int:
     """Refuse sparse or oversized members, and a bundle larger than its bound or the free space."""
     total = 0
-    for member in files:
+    for member in members:
         if member.issparse():
             raise BundleError(f"{file}: member {member.name} is a sparse file; a run bundle holds plain files only")
         limit = MAX_MANIFEST_BYTES if not member.name.endswith(".pt") else MAX_MEMBER_BYTES
@@ -168,61 +247,90 @@ def _bounded(file: Path, files: list[tarfile.TarInfo], root: Path) -> int:
     return total
 
 
-def _copy_member(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, file: Path, root: Path,
-                 expected_sha256: str | None = None) -> None:
-    """Stream one member to ``target``, hashing it; read errors blame the bundle, write errors the disk."""
-    import hashlib
+def _read(file: Path, member: tarfile.TarInfo, read):
     try:
-        source = tar.extractfile(member)
-    except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
+        return read()
+    except _READ_ERRORS as exc:
         raise BundleError(f"{file}: member {member.name} cannot be read (truncated?): {exc}") from None
+
+
+def _write(root: Path, member: tarfile.TarInfo, write) -> None:
+    try:
+        write()
+    except OSError as exc:
+        raise BundleError(f"cannot write {member.name} into {root}: {exc.strerror or exc} "
+                          f"({shutil.disk_usage(root).free / 2**20:,.1f} MB free there, this member needs "
+                          f"{member.size / 2**20:,.1f} MB); nothing was imported") from None
+
+
+def _copy_member(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, file: Path, root: Path) -> str:
+    """Stream one member to ``target``; returns its SHA-256. Read errors blame the bundle, write errors the disk."""
+    source = _read(file, member, lambda: tar.extractfile(member))
     digest, written = hashlib.sha256(), 0
     with open(target, "wb") as out:
-        while True:
-            try:
-                chunk = source.read(_CHUNK)
-            except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
-                raise BundleError(f"{file}: member {member.name} cannot be read (truncated?): {exc}") from None
-            if not chunk:
-                break
+        while chunk := _read(file, member, lambda: source.read(_CHUNK)):
             written += len(chunk)
             if written > member.size:
                 raise BundleError(f"{file}: member {member.name} holds more than the {member.size:,} bytes its header says")
             digest.update(chunk)
-            try:
-                out.write(chunk)
-            except OSError as exc:
-                raise BundleError(f"cannot write {member.name} into {root}: {exc.strerror or exc} "
-                                  f"({shutil.disk_usage(root).free / 2**20:,.1f} MB free there, this member needs "
-                                  f"{member.size / 2**20:,.1f} MB); nothing was imported") from None
+            _write(root, member, lambda: out.write(chunk))
     if written != member.size:
         raise BundleError(f"{file}: member {member.name} is truncated ({written:,} of {member.size:,} bytes)")
-    if expected_sha256 is not None and digest.hexdigest() != expected_sha256:
-        raise BundleError(f"{file}: member {member.name} does not match the checksum in its manifest; refused")
+    return digest.hexdigest()
 
 
 def _copy_manifest(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, file: Path, root: Path) -> str | None:
     """Write a manifest member (small: read whole) and return the ``run.pt`` checksum it states."""
-    try:
-        data = tar.extractfile(member).read()
-    except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
-        raise BundleError(f"{file}: member {member.name} cannot be read (truncated?): {exc}") from None
-    try:
-        target.write_bytes(data)
-    except OSError as exc:
-        raise BundleError(f"cannot write {member.name} into {root}: {exc.strerror or exc} "
-                          f"({shutil.disk_usage(root).free / 2**20:,.1f} MB free there); nothing was imported") from None
+    data = _read(file, member, lambda: tar.extractfile(member).read())
+    _write(root, member, lambda: target.write_bytes(data))
     try:
         return json.loads(data).get("sha256")
     except (ValueError, AttributeError) as exc:
         raise BundleError(f"{file}: member {member.name} is not a manifest: {exc}") from None
 
 
-def import_bundle(file: Path | str, into: Path | str | None = None) -> ImportReport:
+def _stage(tar: tarfile.TarFile, members: list[tarfile.TarInfo], staging: Path, file: Path, root: Path) -> None:
+    """Copy the entry members into ``staging`` in the bundle's order (one pass over the file), each
+    ``run.pt`` checked against the checksum its manifest states."""
+    stated, found = {}, {}
+    for member in members:
+        if "/" not in member.name:
+            continue   # bundle.json
+        key, name = member.name.split("/")
+        if key not in stated and key not in found:
+            (staging / key).mkdir()
+        if name == "manifest.json":
+            stated[key] = _copy_manifest(tar, member, staging / key / name, file, root)
+        else:
+            found[key] = _copy_member(tar, member, staging / key / name, file, root)
+        if key in stated and key in found and stated[key] != found[key]:
+            raise BundleError(f"{file}: member {key}/run.pt does not match the checksum in its manifest; refused")
+
+
+def _check_published(file: Path, sha256: str | None) -> None:
+    """Refuse a bundle whose SHA-256 is not ``sha256`` (``--sha256``), or else not the one in
+    ``<file>.sha256`` when that file lies beside it."""
+    source = "--sha256"
+    if sha256 is None:
+        beside = _checksum_file(file)
+        if not beside.is_file():
+            return
+        source = _shown(beside)
+        sha256 = (beside.read_text(errors="replace").split() or [""])[0]
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
+        raise BundleError(f"{source}: {sha256[:80]!r} is not a SHA-256 (64 hexadecimal digits); nothing was imported")
+    actual = _sha256(file)
+    if actual != sha256.lower():
+        raise BundleError(f"{_shown(file)} has the SHA-256 {actual}, not {sha256.lower()} as {source} says: it was "
+                          "altered or damaged since it was published, or it is another bundle; nothing was imported")
+
+
+def import_bundle(file: Path | str, into: Path | str | None = None, sha256: str | None = None) -> ImportReport:
     """Verify every member and entry of a bundle, then add its entries to the cache ``into``.
 
     Nothing is written unless the whole bundle passes; see the module docstring for what is
-    refused. Returns what was imported, kept and replaced.
+    refused, and for ``sha256`` (the bundle's published SHA-256). Returns what was imported, kept
+    and replaced.
     """
     file = Path(file)
     root = Path(into).expanduser().resolve() if into else locations.runs_dir()
@@ -232,39 +340,24 @@ def import_bundle(file: Path | str, into: Path | str | None = None) -> ImportRep
         raise BundleError(str(exc).replace("point DLGN_RUNS_DIR to a folder (or unset it for data/runs)",
                                            "name a folder with --into")) from None
     with _open(file) as tar:
-        try:
-            members = tar.getmembers()
-        except (tarfile.TarError, EOFError, OSError) as exc:
-            raise BundleError(f"{file} is not a readable run bundle (truncated or damaged): {exc}") from None
-        for member in members:
-            _check_member(member)
-        files = [m for m in members if m.isfile()]
-        entries = sorted({m.name.split("/")[0] for m in files if "/" in m.name})
-        if not entries:
-            raise BundleError(f"{file} holds no run entries")
-        for key in entries:
-            have = sorted(m.name.split("/")[1] for m in files if m.name.startswith(key + "/"))
-            if have != sorted(ENTRY_FILES):
-                raise BundleError(f"entry {key} in {file} has files {have}, not {list(ENTRY_FILES)}")
+        _check_published(file, sha256)
+        members = _members(tar, file)
+        entries = _entries(members, file)
         try:
             root.mkdir(parents=True, exist_ok=True)
+            _bounded(file, members, root)
+            runs.remove_stale_temporaries(root)
+            staging = Path(tempfile.mkdtemp(prefix=runs.temp_prefix("import"), dir=root))
         except OSError as exc:
-            raise BundleError(f"cannot create the cache folder {root}: {exc.strerror or exc}") from None
-        _bounded(file, files, root)
-        runs.remove_stale_temporaries(root)
-        staging = Path(tempfile.mkdtemp(prefix=runs.temp_prefix("import"), dir=root))
+            raise BundleError(f"cannot import into {_shown(root)}: {exc.strerror or exc}; nothing was imported") from None
         try:
-            by_name = {m.name: m for m in files}
-            for key in entries:   # manifests first: each run.pt is checked against its own as it streams
-                (staging / key).mkdir()
-                expected = _copy_manifest(tar, by_name[f"{key}/manifest.json"], staging / key / "manifest.json",
-                                          file, root)
-                _copy_member(tar, by_name[f"{key}/run.pt"], staging / key / "run.pt", file, root, expected)
+            _stage(tar, members, staging, file, root)
             for key in entries:
                 try:
                     runs.verify_entry(staging / key)
                 except runs.CorruptEntry as exc:
-                    raise BundleError(f"entry {key} in {file} is refused: {exc}") from None
+                    raise BundleError(f"entry {key} in {_shown(file)} fails verification: {exc}; the bundle is "
+                                      "refused whole, nothing was imported") from None
             report = ImportReport()
             for key in entries:
                 with runs.entry_lock(key, root):
@@ -286,35 +379,43 @@ def import_bundle(file: Path | str, into: Path | str | None = None) -> ImportRep
             shutil.rmtree(staging, ignore_errors=True)
 
 
+def _run_as(module: str):
+    """Name the module whose ``python -m`` runs a command (its one-line errors say that command)."""
+    def named(main):
+        main.__module__ = module
+        return main
+    return named
+
+
 @command
+@_run_as("dlgn_lib.runs")
 def main(argv: list[str] | None = None) -> int:
-    """``python -m dlgn_lib.runs export FILE [--profile P] [--notebook NN]`` and ``import FILE [--into DIR]``."""
+    """``python -m dlgn_lib.runs export FILE [--profile P] [--notebook NN]`` and
+    ``import FILE [--into DIR] [--sha256 HEX]``."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.runs",
                                      description="Pack run-cache entries into a bundle, or add a bundle's entries to a cache.")
     sub = parser.add_subparsers(dest="command", required=True)
-    out = sub.add_parser("export", help="write the cache's verified entries (or one profile's / notebook's) to FILE")
+    out = sub.add_parser("export", help="write the cache's verified entries (or one profile's / notebook's) to FILE "
+                                        "and its SHA-256 to FILE.sha256")
     out.add_argument("file", type=Path)
     out.add_argument("--profile", choices=_config.PROFILES, help="only entries trained under this profile")
     out.add_argument("--notebook", help="only entries trained by this notebook (e.g. 05)")
     into = sub.add_parser("import", help="verify a bundle and add its entries to the cache")
     into.add_argument("file", type=Path)
     into.add_argument("--into", type=Path, help="the cache to add to (default: DLGN_RUNS_DIR or data/runs)")
+    into.add_argument("--sha256", metavar="HEX", help="the bundle's SHA-256 as published by someone you trust "
+                                                      "(default: the one in FILE.sha256, when that file is there)")
     args = parser.parse_args(argv)
     try:
         if args.command == "export":
             keys = export(args.file, profile=args.profile, notebook=args.notebook)
-            print(f"wrote {len(keys)} entries to {args.file}")
+            print(f"wrote {len(keys)} entries to {args.file} (SHA-256 in {_checksum_file(args.file)})")
         else:
-            report = import_bundle(args.file, args.into)
-            print(report.text() + f" into {args.into or locations.display_path(locations.runs_dir())}")
-    except (BundleError, CacheWriteError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+            report = import_bundle(args.file, args.into, args.sha256)
+            print(report.text() + f" into {args.into or _shown(locations.runs_dir())}")
     except KeyboardInterrupt:
         done = ("no bundle was written (its temporary file is removed)" if args.command == "export" else
                 "entries already moved into the cache are complete and verified, nothing half-written is left "
                 "(the staging folder is removed)")
-        print(f"interrupted: {done}; run the same command again to finish", file=sys.stderr)
-        return 130
+        raise KeyboardInterrupt(f"{done}; run the same command again to finish") from None
     return 0
-
