@@ -6,6 +6,7 @@ import os
 import nbformat
 import pytest
 
+from dlgn_lib import files
 from dlgn_lib.record import classwalk, report
 
 
@@ -47,9 +48,9 @@ def test_cache_state_sees_a_new_entry_and_a_rewritten_file(tmp_path):
 
 def test_the_walk_refuses_a_used_folder_and_an_unknown_notebook_before_running_anything(tmp_path):
     (tmp_path / "left-over").write_text("x")
-    with pytest.raises(ValueError, match="not empty"):
+    with pytest.raises(files.Refusal, match="not empty"):
         classwalk.walk(["01"], tmp_path, say=lambda line: pytest.fail(f"a step ran: {line}"))
-    with pytest.raises(ValueError, match="99"):
+    with pytest.raises(files.Refusal, match="99"):
         classwalk.walk(["99"], tmp_path / "new", say=lambda line: pytest.fail(f"a step ran: {line}"))
     assert not (tmp_path / "new").exists() or not any((tmp_path / "new").iterdir())
 

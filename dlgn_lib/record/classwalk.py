@@ -18,6 +18,12 @@ as a child process of this interpreter with ``DLGN_RUNS_DIR`` and ``DLGN_FIGURES
 the work folder (default: a new folder under the build folder), so the checkout's run cache,
 ``figures/`` and ``notebooks/`` are not touched.
 
+Before any step the walk refuses, in one line, a ``--workdir`` that is a file or not empty, an
+unknown notebook, and slides that could not get their npm packages (a tarball missing from
+``<build dir>/vendor`` with no ``npm`` to fetch it), so an hour of training is not spent before
+step 3 fails. Ctrl-C stops the step that runs, says which, and removes the work folder when the
+walk made it.
+
 ``--record`` writes the timings, with the machine, code version, whether the checkout was clean,
 numeric code path and load, to
 ``docs/class_walk.json``; the course guide's table of the walk is generated from it
@@ -30,6 +36,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -40,8 +47,8 @@ from pathlib import Path
 
 import nbformat
 
-from .. import locations
-from ..files import command
+from .. import files, locations
+from ..files import Refusal, command
 
 __all__ = ["main"]
 
@@ -52,7 +59,7 @@ _LOADED = re.compile(r"^loaded run ", re.M)
 _TRAINING = re.compile(r"^(training|trained) ", re.M)
 
 
-class WalkFailed(RuntimeError):
+class WalkFailed(Refusal):
     """A step of the walk failed; the message names the step and ends with its output's tail."""
 
 
@@ -95,7 +102,10 @@ def _run(name: str, args: list[str], env: dict[str, str], say) -> tuple[float, s
     """Run one step's child process; its seconds and output, or WalkFailed naming the step."""
     say(f"{name}: {' '.join(args)}")
     start = time.perf_counter()
-    proc = subprocess.run(args, env=env, cwd=locations.REPO_ROOT, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(args, env=env, cwd=locations.REPO_ROOT, capture_output=True, text=True)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"step {name!r} was stopped after {time.perf_counter() - start:.0f} s") from None
     seconds = time.perf_counter() - start
     output = proc.stdout + proc.stderr
     if proc.returncode != 0:
@@ -106,14 +116,46 @@ def _run(name: str, args: list[str], env: dict[str, str], say) -> tuple[float, s
 
 def walk(only=None, workdir: Path | None = None, workers: int | None = None, say=print) -> dict:
     """Walk the class path (see the module docstring); returns the record (not written)."""
-    from .. import numerics
-    from . import bench, provenance, slides
+    from . import slides
     from .series import select_notebooks
-    notebooks = [locations.notebook_id(p) for p in select_notebooks(locations.find_notebooks(), only or slides.CLASS_PATH)]
-    workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="class-walk-", dir=locations.build_dir()))
-    workdir.mkdir(parents=True, exist_ok=True)
-    if any(workdir.iterdir()):
-        raise ValueError(f"--workdir {workdir} is not empty: the walk needs empty run caches")
+    try:
+        notebooks = [locations.notebook_id(p) for p in select_notebooks(locations.find_notebooks(),
+                                                                         only or slides.CLASS_PATH)]
+    except ValueError as exc:
+        raise Refusal(str(exc)) from None
+    if workdir is not None:
+        workdir = files.writable_folder(workdir)
+        if any(workdir.iterdir()):
+            raise Refusal(f"--workdir {locations.display_path(workdir)} is not empty: the walk needs empty run caches")
+    _slides_can_get_their_packages()
+    made = workdir is None
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="class-walk-", dir=files.writable_folder(locations.build_dir())))
+    try:
+        return _walk(notebooks, workdir, workers, say)
+    except KeyboardInterrupt as exc:
+        if made:
+            shutil.rmtree(workdir, ignore_errors=True)
+        kept = "removed" if made else "kept; empty it"
+        raise KeyboardInterrupt(f"{exc}; the work folder {locations.display_path(workdir)} is {kept} and "
+                                "the walk can run again") from None
+
+
+def _slides_can_get_their_packages() -> None:
+    """Refuse when a tarball the slides need is missing from ``<build dir>/vendor`` and no ``npm``
+    can fetch it (whether the registry answers is left to that step: probing it can take a minute)."""
+    from .slides import VENDOR
+    for package in VENDOR:
+        name, version = package.rsplit("@", 1)
+        tarball = locations.build_dir() / "vendor" / f"{name.replace('/', '-')}-{version}.tgz"
+        if not tarball.is_file() and shutil.which("npm") is None:
+            raise Refusal(f"the slides (step 3) need {locations.display_path(tarball)} and npm is not installed to "
+                          f"fetch {package}: install Node.js/npm or copy the tarball there; nothing was run")
+
+
+def _walk(notebooks: list[str], workdir: Path, workers: int | None, say) -> dict:
+    """The five steps in ``workdir`` (checked and empty); the record."""
+    from .. import numerics
+    from . import bench, provenance
     teacher, klass, bundle = workdir / "teacher-runs", workdir / "class-runs", workdir / "class-runs.tar.gz"
     base = {k: v for k, v in os.environ.items() if k not in ("DLGN_RUNS_DIR", "DLGN_FIGURES_DIR")}
     base["DLGN_FIGURES_DIR"] = str(workdir / "figures")
@@ -206,7 +248,7 @@ def _seconds(folder: Path, nb_id: str) -> float:
 
 
 def write_record(record: dict, path: Path = RECORD) -> None:
-    path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    files.write_atomic(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
 
 
 def load_record(path: Path = RECORD) -> dict | None:
@@ -238,13 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, help="worker processes of the series runner (default: its own)")
     parser.add_argument("--record", action="store_true", help=f"write {locations.display_path(RECORD)}")
     args = parser.parse_args(argv)
-    try:
-        record = walk(args.only, args.workdir, args.workers)
-    except ValueError as exc:
-        parser.error(str(exc))
-    except WalkFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    record = walk(args.only, args.workdir, args.workers)
     print(table(record))
     if args.record:
         write_record(record)
