@@ -160,10 +160,13 @@ def env_choice(name: str, default: str, choices: tuple[str, ...], environ=None) 
 def command(main: Callable[..., int | None]) -> Callable[..., int]:
     """Wrap a command line's ``main(argv)``: a :class:`Refusal` or an ``OSError`` becomes one line on
     stderr and exit code 1, Ctrl-C one line and 130; nothing else is caught."""
-    prog = "python -m " + main.__module__
-
     @functools.wraps(main)
     def wrapped(argv=None) -> int:
+        module = main.__module__
+        if module == "__main__":   # run as ``python -m dlgn_lib.X``: its spec names the module
+            spec = getattr(sys.modules["__main__"], "__spec__", None)
+            module = spec.name if spec is not None else module
+        prog = "python -m " + module
         try:
             return main(argv) or 0
         except Refusal as err:

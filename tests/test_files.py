@@ -106,3 +106,10 @@ def test_every_command_line_of_the_package_is_wrapped_by_the_shared_helper():
                 if "command" not in names:
                     unwrapped.append(str(path.relative_to(root.parent)))
     assert unwrapped == [], f"main() not wrapped by dlgn_lib.files.command: {unwrapped}"
+
+
+def test_a_command_run_with_python_dash_m_names_its_module_not_main(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "dlgn_lib.record.report", "record", str(tmp_path / "missing")],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr == f"python -m dlgn_lib.record.report: error: {tmp_path / 'missing'} does not exist\n"

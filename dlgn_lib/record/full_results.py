@@ -23,32 +23,21 @@ __all__ = ["key_check", "recorded_for"]
 NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
 
 
-#: The claims of the paper's abstract (paraphrased) and the notebooks that test each.
+#: The claims of the paper's abstract (paraphrased; the one wording every table uses) and the
+#: notebooks that test each.
 CLAIMS = (
     ("—", "teaching: DLN vs ReLU vs DLGN in 2-D; build a DLGN by hand", ("00",)),
-    ("C1", "a network is a mixture of path experts: output = Σ_π path value × path gate", ("01",)),
+    ("C1", "a network is a mixture of path experts: output = Σ over paths of value × gate", ("01",)),
     ("C2", "the DLGN sits between a deep linear network and a ReLU net: it learns non-linear features",
      ("02",)),
-    ("C3", "each feature is the indicator of an intersection of L half-spaces", ("03",)),
-    ("C4", "a global picture of every feature, unlike local saliency maps", ("04",)),
-    ("C5", "half-spaces settle on the smooth parts of the target; simpler regions get paths first",
-     ("05", "06", "10", "11")),
-    ("C6", "later-layer neurons are half-spaces too, but training makes them cluster", ("07", "11")),
-    ("C7", "ReLU networks learn features the same way (hypothesis)", ("06", "08", "10", "11")),
+    ("C3", "each feature is an intersection of half-spaces", ("03",)),
+    ("C4", "this gives a global picture of every feature, unlike local saliency maps", ("04",)),
+    ("C5", "half-spaces settle where the target is not smooth, so regions cover its smooth parts; "
+           "simpler regions are learned first", ("05", "06", "10", "11")),
+    ("C6", "later-layer half-spaces cluster in training", ("07", "11")),
+    ("C7", "ReLU nets learn features the same way (a hypothesis)", ("06", "08", "10", "11")),
     ("T", "benchmarks against ReLU, DLN and frozen-gate baselines", ("09",)),
 )
-
-
-#: Each claim in a few words, for the short table of bottom lines that opens README and the book.
-SHORT_CLAIMS = {
-    "C1": "output = sum over paths of value × gate",
-    "C2": "the DLGN is midway between a linear net and a ReLU net",
-    "C3": "each feature is an intersection of half-spaces",
-    "C4": "DLGN features are global; saliency maps are local",
-    "C5": "half-spaces settle where the target is not smooth",
-    "C6": "later-layer half-spaces cluster in training",
-    "C7": "ReLU nets learn features the same way",
-}
 
 
 #: How the recorded ``full`` run was made (the record's ``note`` adds what was cached).

@@ -108,16 +108,60 @@ def claim_by_parts(claim: str, record: dict) -> tuple[str, list[str]]:
     return line, shown
 
 
-def bottom_lines_table(data: dict[str, full_results.Measured], record: dict) -> str:
-    """The table that opens README and the book: per claim, its bottom line at paper scale by parts
+def _claims_text() -> dict[str, str]:
+    return {claim: text for claim, text, _ in full_results.CLAIMS}
+
+
+#: Order in which a claim's parts speak for it in the short table: the first that does not hold.
+_LOUDEST = {"DOES NOT HOLD": 0, "INCONCLUSIVE": 1, "pending": 2, "HOLDS": 3}
+
+
+def short_table(data: dict[str, full_results.Measured], record: dict, notebooks: str = "notebooks/") -> str:
+    """The table that opens README and the book: per claim, its bottom line at paper scale by parts,
+    one key number with its 90 % interval and bar (the part that speaks loudest against the claim:
+    one that does not hold, else an inconclusive one, else the check nearest its bar) and the
+    notebooks. ``notebooks``: the link prefix of the notebooks."""
+    from dlgn_lib import parts
+    rows = ["| claim | bottom line (`full`) | key number, 90 % interval (bar) | notebooks |", "|---|---|---|---|"]
+    text = _claims_text()
+    for claim, _, ids in full_results.CLAIMS:
+        if not claim.startswith("C"):
+            continue
+        line, _ = claim_by_parts(claim, record)
+        words = full_results.part_words(claim, record)
+        keys = [(label, full_results.key_check(claim, label, record)) for label in parts.registered_parts(claim)]
+        keys = [(label, c) for label, c in keys if c is not None]
+        shown = "—"
+        if keys:
+            label, c = min(keys, key=lambda k: (_LOUDEST.get(words[k[0]][0], 2), _margin(k[1])))
+            interval = f" [{c.low}, {c.high}]" if c.low is not None else ""
+            shown = f"({label}) {c.name}: {c.value}{interval} ({c.op} {c.threshold})"
+        links = ", ".join(f"[{n}]({notebooks}{data[n].name}.ipynb)" for n in ids)
+        rows.append(f"| {claim}: {escape(text[claim])} | {escape(line)} | {escape(shown)} | {links} |")
+    return "\n".join(rows)
+
+
+def _margin(c) -> float:
+    """A check's interval end to its bar, relative to the bar's size (negative: on the wrong side)."""
+    try:
+        bar = float(c.threshold)
+        end = float(c.low if c.op.startswith(">") else c.high) if c.low is not None else float(c.value)
+    except (TypeError, ValueError):
+        return float("inf")
+    return (end - bar if c.op.startswith(">") else bar - end) / max(abs(bar), 1e-12)
+
+
+def bottom_lines_table(data: dict[str, full_results.Measured], record: dict, notebooks: str = "notebooks/") -> str:
+    """The record's table of bottom lines by parts: per claim, its bottom line at paper scale by parts
     (rules v4: HOLDS, HOLDS IN PART k of n, DOES NOT HOLD, INCONCLUSIVE; pending while a notebook
     deciding a part has no v4 full run), each part with its word and key number (``key_check``),
     the rules v3 bottom line beside it (one AND over every check), the quick result and the
-    notebooks. Details and history follow in the claims table."""
+    notebooks (``notebooks``: their link prefix)."""
     from dlgn_lib.verdict import PENDING, bottom_line, combination_rule
     rows = ["| claim | at paper scale (`full`), by parts | its parts: word and key number | rules v3 (`full`, one AND "
             "over every check) | `quick` | notebooks |", "|---|---|---|---|---|---|"]
-    for claim, _, notebooks in full_results.CLAIMS:
+    prefix = notebooks
+    for claim, _, ids in full_results.CLAIMS:
         if not claim.startswith("C"):
             continue
         line, shown = claim_by_parts(claim, record)
@@ -127,11 +171,11 @@ def bottom_lines_table(data: dict[str, full_results.Measured], record: dict) -> 
             v3[n] = mine[0].word if mine and full_results.full_is_current(data[n]) else None
         old = bottom_line(claim, v3)
         old = _word(old) if old != PENDING else "*pending*"
-        quick_words = {n: v.word for n in notebooks for v in (data[n].quick or []) if v.claim == claim}
+        quick_words = {n: v.word for n in ids for v in (data[n].quick or []) if v.claim == claim}
         quick = (_word(next(iter(quick_words.values()))) if len(set(quick_words.values())) == 1
                  else ", ".join(f"{n} {_word(w)}" for n, w in quick_words.items())) if quick_words else "—"
-        links = ", ".join(f"[{n}](notebooks/{data[n].name}.ipynb)" for n in notebooks)
-        rows.append(f"| {claim}: {escape(full_results.SHORT_CLAIMS[claim])} | {escape(line)} | "
+        links = ", ".join(f"[{n}]({prefix}{data[n].name}.ipynb)" for n in ids)
+        rows.append(f"| {claim}: {escape(_claims_text()[claim])} | {escape(line)} | "
                     f"{escape('<br>'.join(shown))} | {escape(old)} | {escape(quick)} | {links} |")
     return "\n".join(rows)
 
@@ -140,15 +184,16 @@ def _word_v4(word: str) -> str:
     return {"HOLDS": "HOLDS", "DOES NOT HOLD": "**DOES NOT HOLD**"}.get(word, f"*{word}*")
 
 
-def claims_table(data: dict[str, full_results.Measured]) -> str:
+def claims_table(data: dict[str, full_results.Measured], notebooks: str = "notebooks/") -> str:
     """One line per claim: its bottom line under full (the registered combination of its notebooks,
-    reconstruction §8.1), its quick results, and where it is shown."""
+    reconstruction §8.1), its quick results, and where it is shown (``notebooks``: the link prefix)."""
     rows = ["| id | claim (paraphrased from the abstract) | bottom line as rules v3 read it (`full`, one AND) | `quick` | "
             "shown in |",
             "|---|---|---|---|---|"]
-    for claim, text, notebooks in full_results.CLAIMS:
-        links = ", ".join(f"[{data[n].name.replace('_', ' ', 1)}](notebooks/{data[n].name}.ipynb)" for n in notebooks)
-        quick = "<br>".join(f"{n}: {_verdict_cell(data[n], claim, 'quick')}" for n in notebooks
+    prefix = notebooks
+    for claim, text, ids in full_results.CLAIMS:
+        links = ", ".join(f"[{data[n].name.replace('_', ' ', 1)}]({prefix}{data[n].name}.ipynb)" for n in ids)
+        quick = "<br>".join(f"{n}: {_verdict_cell(data[n], claim, 'quick')}" for n in ids
                             if _verdict_cell(data[n], claim, "quick") != "—") or "— (no verdict)"
         bottom = _bottom_line_cell(data, claim) if claim.startswith("C") else "— (no verdict)"
         rows.append(f"| {claim} | {escape(text)} | {escape(bottom)} | {escape(quick)} | {links} |")
@@ -219,19 +264,22 @@ def _series_on_one_cpu(cpu: str, runs: dict, ids: Sequence[str]) -> str:
 
 
 def times_table(data: dict[str, full_results.Measured], live: bool = False, series: dict | None = None) -> str:
+    """Per notebook, its claims and times under both profiles: with how its ``full`` run was made
+    (the record's page), or, ``live``, with what a reader can move instead (the course guide)."""
     claims = {n: ", ".join(c for c, _, nbs in full_results.CLAIMS if n in nbs and c != "—") or "—" for n in data}
-    head = "| notebook | claims | `quick`, warm cache | `full` | how `full` was run |" + (" live elements |" if live else "")
-    rows = [head, "|---|---|---|---|---|" + ("---|" if live else "")]
+    last = "live elements" if live else "how `full` was run"
+    rows = [f"| notebook | claims | `quick`, warm cache | `full` | {last} |", "|---|---|---|---|---|"]
     for n, m in data.items():
         rows.append(f"| {m.name.replace('_', ' ', 1)} | {claims[n]} | {seconds_text(m.quick_seconds)} | "
-                    f"{seconds_text(m.full_seconds)} | {escape(m.full_note) or '—'} |" + (f" {LIVE.get(n, '—')} |" if live else ""))
+                    f"{seconds_text(m.full_seconds)} | {LIVE.get(n, '—') if live else escape(m.full_note) or '—'} |")
     total = sum(m.full_seconds or 0 for m in data.values())
     cold = sum(m.full_cold_seconds or 0 for m in data.values())
     rows.append(f"\nAll {len(data)} notebooks: `quick` {sum(m.quick_seconds for m in data.values()):,.0f} s with a "
                 f"warm run cache (the committed outputs' cell timings); `full` {total:,.0f} s as recorded, "
                 f"{cold:,.0f} s with every notebook's runs trained from an empty cache (the record's "
                 f"`cold_seconds` where a notebook read runs trained beforehand) (`docs/full_results.json`: "
-                f"{full_results.FULL_SETTING}; the last column says what ran beside each).")
+                f"{full_results.FULL_SETTING}" + ("; how each was run: docs/record.md)." if live else
+                                                   "; the last column says what ran beside each)."))
     if series is not None:
         rows.append("\n" + series_line(series, list(data)))
     return "\n".join(rows)

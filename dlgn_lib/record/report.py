@@ -3,9 +3,13 @@
 Three kinds of text are written here, each between markers ``<!-- report:NAME -->`` and
 ``<!-- /report:NAME -->`` that nothing else edits:
 
-- the README's opening table of bottom lines (``bottom``), its claims table (``claims``),
-  history (``history``), runtime table (``times``), spread table (``spread``) and benchmark
-  table (``bench``, from ``docs/bench.json``, written by ``python -m dlgn_lib.record.bench --record``);
+- the README's opening table of bottom lines (``bottom``) and its table of the library's layers
+  (``layers``);
+- the record's page, ``docs/record.md``: the bottom lines by parts (``parts``), each notebook's
+  verdict (``claims``), how each ``full`` run was made (``times``), the verdict history
+  (``history``) and the spread across machines (``spread``);
+- the guide's benchmark table (``bench``, ``docs/guide.md``, from ``docs/bench.json``, written by
+  ``python -m dlgn_lib.record.bench --record``);
 - the course guide's timing table (``times``, ``teaching/course_guide.md``) and its table of the
   class path's walk (``classwalk``, from ``docs/class_walk.json``, written by
   ``python -m dlgn_lib.record.classwalk --record``);
@@ -48,6 +52,10 @@ README = locations.REPO_ROOT / "README.md"
 
 
 COURSE_GUIDE = locations.REPO_ROOT / "teaching" / "course_guide.md"
+#: The provenance page: how each full run was made, the verdict history, the spread and the log.
+RECORD_PAGE = locations.REPO_ROOT / "docs" / "record.md"
+#: The reference page (install, running, conventions, performance, reliability).
+GUIDE = locations.REPO_ROOT / "docs" / "guide.md"
 
 
 def _replace_block(text: str, name: str, body: str, where: str) -> str:
@@ -66,20 +74,27 @@ def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = F
     """Every generated text as it should read now: README and course guide (path -> whole text),
     notebooks (path -> the source of the cell tagged ``results``)."""
     data = full_results.measured(notebooks_dir, record)
-    out = {}
-    readme = README.read_text()
     full = full_results.full_record(record)
-    readme = _replace_block(readme, "bottom", readme_blocks.bottom_lines_table(data, full), str(README))
-    readme = _replace_block(readme, "claims", readme_blocks.claims_table(data), str(README))
-    readme = _replace_block(readme, "history", readme_blocks.history_table(), str(README))
-    from dlgn_lib.record import reproduce
+    from dlgn_lib.record import bench, reproduce
     spread = reproduce.load_record()
-    readme = _replace_block(readme, "spread", readme_blocks.spread_table(spread), str(README))
-    from dlgn_lib.record import bench
-    readme = _replace_block(readme, "bench", readme_blocks.bench_table(*bench.load_record()) if bench.RECORD.exists() else
-                            "No benchmark record yet: run `python -m dlgn_lib.record.bench --series --record`.", str(README))
-    readme = _replace_block(readme, "layers", readme_blocks.layers_table(), str(README))
-    out[README] = _replace_block(readme, "times", readme_blocks.times_table(data, series=full.get("series", {})), str(README))
+    series = full.get("series", {})
+    out = {}
+
+    def fill(path: Path, blocks: dict[str, str]) -> None:
+        text = path.read_text()
+        for name, body in blocks.items():
+            text = _replace_block(text, name, body, str(path))
+        out[path] = text
+
+    fill(README, {"bottom": readme_blocks.short_table(data, full),
+                  "layers": readme_blocks.layers_table()})
+    fill(RECORD_PAGE, {"parts": readme_blocks.bottom_lines_table(data, full, "../notebooks/"),
+                       "claims": readme_blocks.claims_table(data, "../notebooks/"),
+                       "times": readme_blocks.times_table(data, series=series),
+                       "history": readme_blocks.history_table(),
+                       "spread": readme_blocks.spread_table(spread)})
+    fill(GUIDE, {"bench": readme_blocks.bench_table(*bench.load_record()) if bench.RECORD.exists() else
+                 "No benchmark record yet: run `python -m dlgn_lib.record.bench --series --record`."})
     out[RECONSTRUCTION] = _replace_block(RECONSTRUCTION.read_text(), "tolerances", readme_blocks.tolerance_table(spread),
                                          str(RECONSTRUCTION))
     from dlgn_lib.record import classwalk
@@ -133,7 +148,8 @@ NOT_MEASURED = (
 
 def typed_runtimes(notebooks_dir: Path = full_results.NOTEBOOKS_DIR) -> list[str]:
     """Times typed into prose by hand: every full_results.measured time in README, the course guide, the
-    reconstruction document and the notebooks' markdown must sit in a generated block (runtimes
+    reconstruction document, the guide, the record's page (before its dated reproduction log) and
+    the notebooks' markdown must sit in a generated block (runtimes
     come from the executed notebooks and ``docs/full_results.json`` only). Returns ``file: text``
     for each one found; settings and targets (``NOT_MEASURED``) are not measurements (README's
     benchmark table is generated too, from ``docs/bench.json``)."""
@@ -141,6 +157,9 @@ def typed_runtimes(notebooks_dir: Path = full_results.NOTEBOOKS_DIR) -> list[str
     texts[README] = README.read_text()
     texts[COURSE_GUIDE] = COURSE_GUIDE.read_text()
     texts[RECONSTRUCTION] = RECONSTRUCTION.read_text()
+    texts[GUIDE] = GUIDE.read_text()
+    # the record's page up to its reproduction log, a dated log of runs as written at the time
+    texts[RECORD_PAGE] = RECORD_PAGE.read_text().split("\n## Reproduction log\n")[0]
     for path in sorted(Path(notebooks_dir).glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         texts[path] = "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")

@@ -8,7 +8,8 @@ _static/ from this folder, copies of notebooks/*.ipynb without their saved widge
 replace it), a thumbnail and a full copy of each figures/*.png, and the front page, index.md,
 generated here: the bottom line per claim and the claims table (dlgn_lib.record.report; its links, notebooks/NAME.ipynb, name the
 staged notebooks, which MyST turns into links to their pages), the notebooks' table of contents,
-the figure gallery by notebook and the paper's citation (README, "How to cite"); and the API page,
+the figure gallery by notebook and the paper's citation (README, "How to cite"); the record and the
+guide (docs/record.md, docs/guide.md); and the API page,
 api.md, of the library's public names by layer (dlgn_lib.record.layers). Then ``sphinx-build -b html`` writes ``OUT/index.html``. See conf.py for why Sphinx
 with myst-nb rather than Jupyter Book.
 """
@@ -55,6 +56,19 @@ def book_reconstruction(text: str) -> str:
     return re.sub(r'^<a id="([\w-]+)"></a>$', r"(\1)=", text, flags=re.M)
 
 
+#: Link targets of the docs pages that are pages of the book; a link to any other file of the
+#: repository (README, LICENSE, …) is shown as its path, since the book does not carry it.
+_IN_BOOK = re.compile(r"^(https?:|#|\.\./notebooks/\d\d_\w+\.ipynb|(record|guide|reconstruction)\.md)")
+
+
+def book_page(text: str) -> str:
+    """A docs page as a page of the book: links to repository files outside the book become the
+    file's path in the text."""
+    return re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)",
+                  lambda m: m.group(0) if _IN_BOOK.match(m.group(2)) else
+                  f"{m.group(1)} (`{m.group(2).removeprefix('../')}` in the repository)", text)
+
+
 def figure_caption(path: Path) -> str:
     """'01_top_paths.png' -> 'top paths'."""
     return path.stem.split("_", 1)[1].replace("_", " ")
@@ -83,27 +97,22 @@ def front_page(data: dict, figures: list[Path]) -> str:
     toc = "\n".join(f"notebooks/{name}" for name in names.values())
     return f"""# {TITLE}
 
+What holds of the paper's claims at paper scale (the `full` profile), each with the number that
+speaks for it and its 90 % interval; every part, how each run was made and every earlier verdict
+are in [the record](docs/record.md).
+
+```{{container}} dlgn-bottom
+{readme_blocks.short_table(data, full_results.full_record())}
+```
+
 A read-only copy of the notebook series of *dlgn-halfspace*, which rebuilds **Half-Space Feature
 Learning in Neural Networks** (Yadav, Ramaswamy, Lakshminarayanan; arXiv
 [2404.04312](https://arxiv.org/abs/2404.04312), 2024) as a PyTorch library and turns each claim of
 the paper into a measured number and a printed verdict. Every page shows a notebook as committed,
 executed with the `quick` profile; nothing was run to make this book. The sliders are static
 copies: a few pre-rendered epochs behind a range control, which works without a kernel. To run
-the notebooks and move every control, install the package (`make lab`).
-
-## What holds
-
-Each claim of the paper's abstract, split into the parts it states and judged by rules fixed
-before the runs (rules v4): a part holds only when every check deciding it passes under the `full`
-profile, and a claim's bottom line says how many of its parts hold. Each part shows the check that
-speaks for it with its 90 % interval; beside it, the bottom line as rules v3 read a claim (one AND
-over all of its checks).
-
-{readme_blocks.bottom_lines_table(data, full_results.full_record())}
-
-## Claims and verdicts in detail
-
-{readme_blocks.claims_table(data)}
+the notebooks and move every control, install the package (`make lab`). The terms, and how to
+run and check everything: [the guide](docs/guide.md).
 
 ## Notebooks
 
@@ -111,6 +120,8 @@ over all of its checks).
 :maxdepth: 1
 
 {toc}
+docs/record
+docs/guide
 docs/reconstruction
 api
 ```
@@ -141,6 +152,8 @@ def stage(source: Path, notebooks: Path = NOTEBOOKS) -> None:
         nbformat.write(nb, source / "notebooks" / path.name)
     (source / "docs").mkdir()
     (source / "docs" / "reconstruction.md").write_text(book_reconstruction(RECONSTRUCTION.read_text()))
+    for page in ("record.md", "guide.md"):   # the record and the guide, pages of the book too
+        (source / "docs" / page).write_text(book_page(RECONSTRUCTION.with_name(page).read_text()))
     figures = sorted(FIGURES.glob("[0-9][0-9]_*.png"))
     for folder in ("figures", "thumbs"):
         (source / "_static" / folder).mkdir()

@@ -21,6 +21,8 @@ copyright = "2026, the dlgn-halfspace authors (MIT licence); the paper: Yadav, R
 extensions = ["myst_nb", "sphinx-mathjax-offline"]
 exclude_patterns = ["_build", ".doctrees", "**.ipynb_checkpoints"]
 myst_enable_extensions = ["dollarmath"]
+# Links to a page's headings (README-style "guide.md#reliability") resolve in the book too.
+myst_heading_anchors = 3
 
 # Committed outputs only: nothing runs, nothing is cached.
 nb_execution_mode = "off"

@@ -171,30 +171,42 @@ def test_the_build_prints_no_warning(built):
     assert "WARNING" not in built[1] and "ERROR" not in built[1], built[1]
 
 
-def test_front_page_opens_with_one_bottom_line_per_claim(book_page):
+def test_front_page_shows_every_claim_s_bottom_line_on_the_first_screen(book_page, shots):
+    """At 1280×900 the whole table of bottom lines, one row per claim with its key number, ends above
+    the fold; at 390 px wide (a phone) it starts on the first screen and scrolls inside itself, not
+    the page."""
     page = book_page.open("index.html")
     first = page.locator("table").first
-    assert [h.strip() for h in first.locator("th").all_text_contents()][:2] == ["claim", "at paper scale (full), by parts"]
+    assert [h.strip() for h in first.locator("th").all_text_contents()][:3] == \
+        ["claim", "bottom line (full)", "key number, 90 % interval (bar)"]
     rows = first.locator("tbody tr")
     assert [r.split(":")[0] for r in rows.locator("td:first-child").all_text_contents()] == \
         ["C1", "C2", "C3", "C4", "C5", "C6", "C7"]
     for line in rows.locator("td:nth-child(2)").all_text_contents():
         assert line.startswith(("HOLDS", "DOES NOT HOLD", "INCONCLUSIVE", "pending")), line   # HOLDS IN PART too
-    # it comes first: above the fold of a 900-pixel-high window, before the detailed table
-    assert first.bounding_box()["y"] < 900
-    detail = page.locator("#claims-and-verdicts-in-detail")
-    assert detail.count() == 1 and detail.bounding_box()["y"] > first.bounding_box()["y"]
+    box = first.bounding_box()
+    assert box["y"] + box["height"] <= 900, f"the table ends at {box['y'] + box['height']:.0f} px"
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(shots / "book-front-390.png"))
+    assert first.bounding_box()["y"] < 844, "on a phone the table starts on the first screen"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390, "the page itself does not scroll sideways"
 
 
-def test_front_page_has_the_claims_the_gallery_and_the_citation(book_page):
-    page = book_page.open("index.html")
-    table = page.locator("#claims-and-verdicts-in-detail table").first
+def test_the_record_page_has_the_claims_the_history_and_the_runs(book_page):
+    page = book_page.open("docs/record.html")
+    table = page.locator("#each-notebook-s-verdict table").first
     assert table.locator("th").first.text_content().strip() == "id"
     claims = [c.strip() for c in table.locator("tbody tr td:first-child").all_text_contents()]
     assert claims == ["—", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "T"]
-    # the claims table's notebook links reach the book's pages
     hrefs = set(table.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))"))
-    assert "notebooks/01_paths.html" in hrefs and all(h.endswith(".html") for h in hrefs), hrefs
+    assert "../notebooks/01_paths.html" in hrefs and all(h.endswith(".html") for h in hrefs), hrefs
+    for section in ("bottom-lines-by-parts", "how-each-full-run-was-made", "verdict-history", "spread"):
+        assert page.locator(f"#{section} table").count() >= 1, section
+    assert book_page.errors == [], "\n".join(book_page.errors)
+
+
+def test_front_page_has_the_gallery_and_the_citation(book_page):
+    page = book_page.open("index.html")
     figures = sorted(p.name for p in (locations.REPO_ROOT / "figures").glob("[0-9][0-9]_*.png"))
     shown = page.locator(".dlgn-gallery img").evaluate_all("imgs => imgs.map(i => i.getAttribute('src'))")
     assert sorted(Path(s).name for s in shown) == figures
