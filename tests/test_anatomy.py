@@ -2,6 +2,8 @@
 
 ``title``           markdown: ``# NN · title`` and the claim it tests (``**Claim C5.**``, ``**Claims C5 and
                     C7.**``, ``**Claim T.**``) or ``**No verdict.**``
+``finds``           markdown, right after the title: ``## What this notebook finds``, generated from the
+                    record (its claims' bottom lines at paper scale, the parts it decides)
 ``reconstruction``  markdown: what is rebuilt and measured, and how
 ``parameters``      code: the papermill parameters, exactly ``config.NOTEBOOK_PARAMETERS``
 ``setup``           code, right after the parameters: ``cfg = dl.setup("NN", globals())``
@@ -25,7 +27,7 @@ import pytest
 from dlgn_lib import config, locations, verdict
 
 NOTEBOOKS = sorted((locations.REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-ORDER = ("title", "reconstruction", "parameters", "setup", "rule", "verdict", "exercises", "results", "history")
+ORDER = ("title", "finds", "reconstruction", "parameters", "setup", "rule", "verdict", "exercises", "results", "history")
 WITH_VERDICT = set(config.NOTEBOOK_PARAMETERS) - set(verdict.WITHOUT_VERDICT)
 MAX_FUNCTION_LINES = 6   # a def line and a few lines of body
 MEASURES = re.compile(r"get_or_train|\bdl\.train\.|\.fit\(")
@@ -52,6 +54,8 @@ def test_sections_are_present_and_in_order(notebook):
     ranks = [ORDER.index(tag) for tag in order]
     assert ranks == sorted(ranks), f"sections out of order: {order}"
     assert tagged[0] == (0, "title")
+    assert tagged[1] == (1, "finds") and cells[1].source.startswith("## What this notebook finds\n"), \
+        "the findings come right after the title"
     assert cells[-1].source.strip() == f'dl.verdict.history("{nb_id}")' and tag_of(cells[-1]) == "history"
 
 

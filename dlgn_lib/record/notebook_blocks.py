@@ -60,6 +60,46 @@ def _by_parts(notebook: str, record: dict) -> list[str]:
     return lines
 
 
+def finds_block(m: full_results.Measured, record: dict) -> str:
+    """A notebook's "What this notebook finds" block, near its top: each claim whose parts it
+    decides, with the claim's bottom line at paper scale and the parts decided here (word and key
+    number), from the full record; and what its committed ``quick`` outputs are."""
+    from dlgn_lib import parts
+    from dlgn_lib.verdict import WITHOUT_VERDICT
+    if m.notebook in WITHOUT_VERDICT:
+        return ("This notebook judges no claim: it shows, tabulates or maps. The bottom line of every claim is "
+                "in [the record](../docs/record.md).")
+    lines = []
+    for claim in parts.registry()["claims"]:
+        labels = [label for label, part in parts.registered_parts(claim).items()
+                  if any(r["notebook"] == m.notebook for r in part["checks"])]
+        if not labels:
+            continue
+        line, shown = readme_blocks.claim_by_parts(claim, record)
+        here = [text for text in shown if text[1:text.index(")")] in labels]
+        elsewhere = [text[1:text.index(")")] for text in shown if text[1:text.index(")")] not in labels]
+        lines += [f"**{claim}** at paper scale (`full`): {line}. "
+                  + ("Decided here:" if len(here) == len(shown) else f"Parts decided here ({len(here)} of {len(shown)}):"),
+                  "", *(f"- {text}" for text in here), ""]
+        if elsewhere:
+            lines += [f"Part{'s' * (len(elsewhere) > 1)} {', '.join(f'({e})' for e in elsewhere)} "
+                      f"{'are' if len(elsewhere) > 1 else 'is'} decided in other notebooks.", ""]
+    quick = "; ".join(f"{v.claim} {v.short()}" for v in (m.quick or []))
+    lines.append("Each number comes with its 90 % interval over seeds in square brackets (none for an exact worst "
+                 "case) and the bar it must clear in parentheses. The outputs below are the `quick` profile"
+                 + (f" ({quick})" if quick else "") + "; every check under both profiles is in the Results "
+                 "section at the end, and how each run was made in [the record](../docs/record.md).")
+    return "\n".join(lines)
+
+
+def finds_cell(nb):
+    """The cell tagged ``finds`` ("What this notebook finds"), right after the title."""
+    cells = [c for c in nb.cells if "finds" in c.metadata.get("tags", [])]
+    if not cells:
+        raise ValueError("no cell tagged 'finds'")
+    return cells[0]
+
+
 def _fragile(outcomes: dict) -> str:
     outcomes = {k: v for k, v in outcomes.items() if k != "committed"}   # code paths only
     from dlgn_lib.verdict import outcome_name

@@ -13,8 +13,9 @@ Three kinds of text are written here, each between markers ``<!-- report:NAME --
 - the course guide's timing table (``times``, ``teaching/course_guide.md``) and its table of the
   class path's walk (``classwalk``, from ``docs/class_walk.json``, written by
   ``python -m dlgn_lib.record.classwalk --record``);
-- each notebook's "## Results" cell (``results``): every verdict check with its value under
-  ``quick`` and ``full``, and the runtimes.
+- each notebook's "What this notebook finds" cell near its top (``finds``: its claims' bottom
+  lines and the parts it decides, at paper scale) and its "## Results" cell (``results``): every
+  verdict check with its value under ``quick`` and ``full``, and the runtimes.
 
 Each kind is built by a module of its own: :mod:`dlgn_lib.record.readme_blocks` (README, and the
 reconstruction document's tolerance table), :mod:`dlgn_lib.record.guide_blocks` (the course guide) and
@@ -71,8 +72,9 @@ RECONSTRUCTION = locations.REPO_ROOT / "docs" / "reconstruction.md"
 
 
 def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> dict[Path, str]:
-    """Every generated text as it should read now: README and course guide (path -> whole text),
-    notebooks (path -> the source of the cell tagged ``results``)."""
+    """Every generated text as it should read now, path -> whole text: README, the record's page, the
+    guide, the reconstruction, the course guide and each notebook (its cells tagged ``finds`` and
+    ``results``)."""
     data = full_results.measured(notebooks_dir, record)
     full = full_results.full_record(record)
     from dlgn_lib.record import bench, reproduce
@@ -102,32 +104,26 @@ def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = F
     guide = _replace_block(guide, "verdicts", guide_blocks.verdicts_by_notebook_table(data), str(COURSE_GUIDE))
     out[COURSE_GUIDE] = _replace_block(guide, "classwalk", classwalk.table(classwalk.load_record()), str(COURSE_GUIDE))
     for nb_id, path in _notebooks(notebooks_dir).items():
-        source = notebook_blocks.results_cell(nbformat.read(path, as_version=4)).source
-        out[path] = _replace_block(source, "results", notebook_blocks.results_block(data[nb_id], spread, full), str(path))
+        nb = nbformat.read(path, as_version=4)
+        for cell, name, body in ((notebook_blocks.results_cell(nb), "results",
+                                  notebook_blocks.results_block(data[nb_id], spread, full)),
+                                 (notebook_blocks.finds_cell(nb), "finds", notebook_blocks.finds_block(data[nb_id], full))):
+            cell.source = _replace_block(cell.source, name, body, str(path))
+        out[path] = nbformat.writes(nb) + "\n"
     return out
-
-
-def _current(path: Path) -> str:
-    if path.suffix == ".ipynb":
-        return notebook_blocks.results_cell(nbformat.read(path, as_version=4)).source
-    return path.read_text()
 
 
 def stale(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> list[Path]:
     """Files whose generated blocks disagree with the executed notebooks and the full record."""
-    return [path for path, text in generated(notebooks_dir, record).items() if _current(path) != text]
+    return [path for path, text in generated(notebooks_dir, record).items() if path.read_text() != text]
 
 
 def write(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> list[Path]:
     """Rewrite the generated blocks that are out of date, each file atomically; returns the files changed."""
     changed = []
     for path, text in generated(notebooks_dir, record).items():
-        if _current(path) == text:
+        if path.read_text() == text:
             continue
-        if path.suffix == ".ipynb":
-            nb = nbformat.read(path, as_version=4)
-            notebook_blocks.results_cell(nb).source = text
-            text = nbformat.writes(nb) + "\n"
         write_atomic(path, text)
         changed.append(path)
     return changed
