@@ -10,7 +10,9 @@ process per core (``processes=True``, ``threads_per_worker=1``) without a memory
 are notebook executions and training runs, not Dask collections, so there is nothing to spill.
 Its own monitoring is slowed (:data:`QUIET_MONITORING`): a task runs for seconds to hours, and
 Dask's defaults (a statistical profiler sampling every 10 ms, an event-loop tick every 20 ms, a
-system monitor every 500 ms) take CPU from the notebooks on a 2-core machine.
+system monitor every 500 ms) take CPU from the notebooks on a 2-core machine. Its scheduler and
+workers keep their scratch files (lock files, spilled data) in a folder of their own under
+``build/dask-scratch/``, removed when the cluster closes; nothing goes to the system's temporary folder.
 Worker processes inherit this process's environment, the ``DLGN_*`` locations included; set them
 before entering :func:`client`. Workers of an existing cluster must see the repository at the same
 path and the same run cache folder (``DLGN_RUNS_DIR``, on a file system whose ``flock`` locks hold
@@ -27,6 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -34,7 +38,7 @@ import dask
 from distributed import Client, LocalCluster, get_worker
 from distributed.comm import get_address_host_port
 
-from .. import locations, runs
+from .. import files, locations, runs
 from ..config import RunConfig
 from ..train import Run
 
@@ -74,8 +78,9 @@ def check_options(workers: int | None = None, scheduler: str | None = None) -> N
         raise ValueError("--workers and --scheduler exclude each other: an existing cluster has its own workers")
 
 
-def local_cluster_options(workers: int | None = None) -> dict:
-    """Keyword arguments of the ``LocalCluster``: ``workers`` processes (default one per core)."""
+def local_cluster_options(workers: int | None = None, scratch: Path | None = None) -> dict:
+    """Keyword arguments of the ``LocalCluster``: ``workers`` processes (default one per core), their
+    scratch space in ``scratch`` (default ``build/dask-scratch``)."""
     check_options(workers)
     return {
         "n_workers": workers if workers is not None else (os.cpu_count() or 1),
@@ -87,7 +92,7 @@ def local_cluster_options(workers: int | None = None) -> dict:
         "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"},
         "memory_limit": 0,
         # Workers' scratch space under the build folder, not the system's temporary folder.
-        "local_directory": str(locations.build_dir() / "dask-scratch"),
+        "local_directory": str(scratch or locations.build_dir() / "dask-scratch"),
     }
 
 
@@ -140,9 +145,15 @@ def client(workers: int | None = None, scheduler: str | None = None) -> Iterator
         finally:
             c.close()
         return
-    with dask.config.set(QUIET_MONITORING), LocalCluster(**local_cluster_options(workers)) as cluster, \
-            Client(cluster, set_as_default=False) as c:
-        yield c
+    # The scheduler's lock files too: it keeps them in Dask's temporary directory.
+    scratch = tempfile.mkdtemp(dir=files.writable_folder(locations.build_dir() / "dask-scratch"))
+    try:
+        with dask.config.set({**QUIET_MONITORING, "temporary-directory": scratch}), \
+                LocalCluster(**local_cluster_options(workers, scratch)) as cluster, \
+                Client(cluster, set_as_default=False) as c:
+            yield c
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def worker_address() -> str:
