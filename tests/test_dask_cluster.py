@@ -305,7 +305,7 @@ def test_cli_passes_workers_and_scheduler_to_the_cluster(notebooks, tmp_path, mo
         asked.append({"workers": workers, "scheduler": scheduler})
         yield "client"
 
-    def fake_run(client, notebooks_, output_dir, profile, kernel_name, progress):
+    def fake_run(client, notebooks_, output_dir, profile, kernel_name, progress, **run):
         assert client == "client"
         return [series.Result(nb.name, None, "", 0.1, (), output_dir / nb.name) for nb in notebooks_]
 

@@ -93,6 +93,78 @@ def tiny_series(folder: Path, *cells: str) -> Path:
     return folder
 
 
+# --- N4: series run --output a file, --output on a full disk ----------------------------------------
+
+def test_n4_an_output_that_is_a_file_is_refused_before_any_cluster_starts(tmp_path, monkeypatch, capsys):
+    notebooks = tiny_series(tmp_path / "nb", "print('hi')")
+    (tmp_path / "copies").write_text("a user's file\n")
+    monkeypatch.setenv("DLGN_BUILD_DIR", str(tmp_path / "build"))
+    monkeypatch.setattr(cluster, "client", lambda *a, **k: pytest.fail("a cluster was started"))
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: pytest.fail("a notebook ran"))
+    assert series.main(["run", "--notebooks", str(notebooks), "--output", str(tmp_path / "copies")]) == 1
+    assert one_line(capsys.readouterr().err, "series").endswith(f"error: {tmp_path / 'copies'} is a file, not a folder")
+    assert (tmp_path / "copies").read_text() == "a user's file\n" and not (tmp_path / "build").exists()
+
+
+def test_n4_a_full_disk_leaves_no_cut_short_copy_or_empty_note_and_the_summary_is_printed(tmp_path, monkeypatch,
+                                                                                           capsys, full_folder):
+    notebooks = tiny_series(tmp_path / "nb", "print('C1: SUPPORTED')")
+    monkeypatch.setenv("DLGN_BUILD_DIR", str(tmp_path / "build"))
+    full_folder.fill()
+    assert series.main(["run", "--notebooks", str(notebooks), "--output", str(full_folder), "--workers", "1"]) == 1
+    out, err = capsys.readouterr()
+    assert "01_tiny.ipynb" in out and "notebooks: 1, ok: 0, failed: 1" in out   # the summary, first
+    assert err.strip().splitlines()[-1] == (f"python -m dlgn_lib.record.series: error: cannot write "
+                                            f"{full_folder / 'series.json'}: No space left on device; it is unchanged")
+    assert sorted(p.name for p in full_folder.iterdir()) == [".filler"]   # no copy cut short, no temporary
+
+
+# --- N9: Ctrl-C of series run leaves no kernel folder or connection file -------------------------------
+
+@pytest.fixture
+def short_tmp():
+    """A temporary folder with a short path: a kernel's Unix sockets must fit in about 100 bytes."""
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="n9-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_n9_ctrl_c_of_a_series_run_leaves_no_kernel_files_and_no_partial_copy(tmp_path, short_tmp):
+    notebooks = tiny_series(tmp_path / "nb", "import time\ntime.sleep(120)")
+    temporary = short_tmp
+    env = {**os.environ, "TMPDIR": str(temporary), "DLGN_BUILD_DIR": str(tmp_path / "build"), "DLGN_HEARTBEAT_S": "0.5"}
+    child = subprocess.Popen([sys.executable, "-m", "dlgn_lib.record.series", "run", "--notebooks", str(notebooks),
+                              "--workers", "1", "--output", str(tmp_path / "out")], cwd=REPO, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen, deadline = "", time.time() + 120
+    while "(cell 3 of 3 " not in seen and child.poll() is None and time.time() < deadline:   # the kernel runs the sleep
+        seen += child.stdout.readline()
+    assert any(p.name.startswith("dlgn-kernel") for p in temporary.iterdir()), seen
+    os.killpg(child.pid, signal.SIGINT)   # as the terminal's Ctrl-C does: the runner and its workers
+    out, err = child.communicate(timeout=120)
+    time.sleep(2)   # the orphaned kernel notices its worker is gone within a second
+    left = [p.name for p in temporary.iterdir() if p.name.startswith("dlgn-kernel") or p.suffix == ".json"]
+    assert left == []
+    assert [p.name for p in (tmp_path / "out").iterdir()] == []   # no partial copy
+    assert child.returncode == 130
+    assert ("python -m dlgn_lib.record.series: interrupted: 0 notebooks finished, not finished: 01_tiny.ipynb; "
+            "to run the rest: python -m dlgn_lib.record.series run --profile quick --only 01\n") in err
+
+
+# --- N13: DLGN_HEARTBEAT_S=abc --------------------------------------------------------------------------
+
+def test_n13_a_bad_heartbeat_names_the_variable_before_anything_runs(tmp_path):
+    notebooks = tiny_series(tmp_path / "nb", "print('hi')")
+    env = {**os.environ, "DLGN_HEARTBEAT_S": "abc", "DLGN_BUILD_DIR": str(tmp_path / "build")}
+    done = subprocess.run([sys.executable, "-m", "dlgn_lib.record.series", "run", "--notebooks", str(notebooks)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert one_line(done.stderr, "series") == ("python -m dlgn_lib.record.series: error: DLGN_HEARTBEAT_S='abc' is "
+                                               "not allowed; use a number ≥ 0.1 (default 30.0)")
+    assert not (tmp_path / "build").exists()
+
+
 # --- Dask's scratch space ------------------------------------------------------------------------------
 
 def test_the_local_cluster_keeps_its_scratch_files_in_a_folder_of_its_own_removed_after_it(tmp_path, monkeypatch):

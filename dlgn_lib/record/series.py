@@ -21,7 +21,11 @@ A failing notebook does not stop the others; progress lines are printed as noteb
 finish, and the summary table lists every notebook, in series order, with its status, its run
 time and the lines it printed that contain "SUPPORTED" (its verdict). The exit status is 1 when
 any notebook failed, 2 for bad arguments (checked before any cluster is started) or an
-unreachable ``--scheduler``.
+unreachable ``--scheduler``; 1 with one line naming the file or variable when ``--output`` is a
+file or read-only, ``DLGN_HEARTBEAT_S`` is not a number (checked before any cluster is started too),
+or ``series.json`` cannot be written (the summary comes first); 130 on Ctrl-C, after the summary of
+the notebooks that finished and with the command that runs the rest. Executed copies and
+``series.json`` are written whole or not at all, and no kernel's folder is left behind.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -47,6 +52,7 @@ from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
+from dlgn_lib import files
 from dlgn_lib.record import dask_cluster as cluster
 from dlgn_lib.config import PROFILES
 from dlgn_lib.verdict import EARLIER_MARK
@@ -97,10 +103,14 @@ class Result:
 
 
 class SeriesInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a series run: the results of the notebooks that finished, and the rest's names."""
+    """Ctrl-C during a series run: the results of the notebooks that finished, the rest's names, and
+    (its message) the command that runs the rest."""
 
-    def __init__(self, finished: list[Result], unfinished: list[str]):
-        super().__init__(f"{len(finished)} notebooks finished, {len(unfinished)} did not")
+    def __init__(self, finished: list[Result], unfinished: list[str], profile: str):
+        rerun = " --only " + " ".join(notebook_id(n) for n in unfinished) if unfinished else ""
+        super().__init__(f"{len(finished)} notebooks finished"
+                         + (f", not finished: {', '.join(unfinished)}" if unfinished else "")
+                         + f"; to run the rest: python -m dlgn_lib.record.series run --profile {profile}{rerun}")
         self.finished, self.unfinished = finished, unfinished
 
 
@@ -132,7 +142,23 @@ class _KernelManager(AsyncKernelManager):
     heartbeat then dies with "Address already in use"; every TCP kernel also prints an
     unencrypted-transport warning. Sockets under a fresh private folder cannot collide, are not
     reachable from the network, and are removed with the folder when the kernel is cleaned up.
+    The connection file is in that folder too (not a ``tmp*.json`` of the temporary folder).
     """
+
+    #: Where the kernel's folder is made: a series run's own folder, which the run removes even when
+    #: Ctrl-C or a lost worker ends a kernel before its cleanup; None (or a folder this machine
+    #: lacks, on a worker of another machine) means the system's temporary folder.
+    root: str | None = None
+
+    def _folder(self) -> str:
+        if getattr(self, "_socket_dir", None) is None:
+            # Short and absolute: a Unix socket path is limited to about 100 bytes, and a relative
+            # one would land in the notebook's folder (papermill runs kernels there).
+            if self.root and os.path.isdir(self.root):
+                self._socket_dir = tempfile.mkdtemp(prefix="k", dir=self.root)
+            else:
+                self._socket_dir = tempfile.mkdtemp(prefix="dlgn-kernel-")
+        return self._socket_dir
 
     @default("kernel_spec_manager")
     def _kernel_spec_manager_default(self):
@@ -144,11 +170,11 @@ class _KernelManager(AsyncKernelManager):
 
     @default("ip")
     def _ip_default(self):
-        import tempfile
-        # Short and absolute: a Unix socket path is limited to about 100 bytes, and a relative
-        # one would land in the notebook's folder (papermill runs kernels there).
-        self._socket_dir = tempfile.mkdtemp(prefix="dlgn-kernel-")
-        return os.path.join(self._socket_dir, "k")
+        return os.path.join(self._folder(), "k")
+
+    @default("connection_file")
+    def _connection_file_default(self):
+        return os.path.join(self._folder(), "kernel.json")
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         # shutdown_kernel awaits this one directly; so does anyone calling cleanup_resources.
@@ -210,30 +236,55 @@ def extract_verdicts(nb: nbformat.NotebookNode) -> list[str]:
     return lines
 
 
-def run_notebook(notebook: Path, output_dir: Path, profile: str, kernel_name: str) -> Result:
-    """Execute one notebook with papermill into ``output_dir``; failures are returned, not raised."""
+def _partial(output: Path) -> Path:
+    """Where papermill saves the copy ``output`` while it runs (as each cell starts)."""
+    return output.with_name(f".{output.stem}.partial.ipynb")   # papermill warns unless it ends in .ipynb
+
+
+def run_notebook(notebook: Path, output_dir: Path, profile: str, kernel_name: str,
+                 kernels: str | None = None) -> Result:
+    """Execute one notebook with papermill into ``output_dir``; failures are returned, not raised.
+
+    The copy is saved beside its place while it runs (:func:`_partial`) and written there whole
+    at the end, also when the notebook failed; a copy that cannot be written whole (a full disk)
+    is removed, and the notebook has failed. ``kernels``: the folder the kernel's own folder goes
+    in (:attr:`_KernelManager.root`)."""
     output = output_dir / notebook.name
+    partial = _partial(output)
     # A copy left by an earlier run must not lend its verdicts to a run that fails early.
     output.unlink(missing_ok=True)
+    manager = type("_KernelManager", (_KernelManager,), {"root": kernels}) if kernels else _KernelManager
     error, message = None, ""
     start = time.perf_counter()
     try:
         papermill.execute_notebook(
             notebook,
-            output,
+            partial,
             parameters={"PROFILE": profile},
             cwd=notebook.parent,
             kernel_name=kernel_name,
             language="python",
             progress_bar=False,
-            kernel_manager_class=_KernelManager,
+            kernel_manager_class=manager,
         )
     except papermill.PapermillExecutionError as exc:
         error, message = exc.ename, exc.evalue
+    except OSError as exc:   # a copy that cannot be written (a full disk), a kernel that cannot start
+        error, message = type(exc).__name__, f"{display_path(exc.filename or output)}: {exc.strerror or exc}"
     except Exception as exc:  # kernel died, no such kernel, unreadable notebook: go on with the rest
         error, message = type(exc).__name__, str(exc)
     seconds = time.perf_counter() - start
-    verdicts = tuple(extract_verdicts(nbformat.read(output, as_version=4))) if output.exists() else ()
+    try:
+        nb = nbformat.read(partial, as_version=4)
+        nb.metadata.setdefault("papermill", {})["output_path"] = str(output)
+        files.write_atomic(output, nbformat.writes(nb))
+    except (OSError, ValueError, files.Refusal) as exc:   # never saved, cut short, or cannot be written
+        nb = None
+        if error is None:
+            error, message = type(exc).__name__, str(exc)
+    finally:
+        partial.unlink(missing_ok=True)
+    verdicts = tuple(extract_verdicts(nb)) if nb is not None else ()
     return Result(notebook.name, error, message, seconds, verdicts, output)
 
 
@@ -242,15 +293,17 @@ def run_notebook(notebook: Path, output_dir: Path, profile: str, kernel_name: st
 _ONE_NOTEBOOK_AT_A_TIME = threading.Lock()
 
 
-def run_notebook_task(notebook: Path, output_dir: Path, profile: str, kernel_name: str, topic: str | None) -> Result:
+def run_notebook_task(notebook: Path, output_dir: Path, profile: str, kernel_name: str, topic: str | None,
+                      kernels: str | None = None) -> Result:
     """:func:`run_notebook` as a Dask task: logs a start event on ``topic`` (a dict with the
     notebook's name and the worker's address), and fails clearly when the worker cannot see the
     notebook (a worker of another machine without the repository at the same path)."""
     with _ONE_NOTEBOOK_AT_A_TIME:
-        return _run_notebook_task(notebook, output_dir, profile, kernel_name, topic)
+        return _run_notebook_task(notebook, output_dir, profile, kernel_name, topic, kernels)
 
 
-def _run_notebook_task(notebook: Path, output_dir: Path, profile: str, kernel_name: str, topic: str | None) -> Result:
+def _run_notebook_task(notebook: Path, output_dir: Path, profile: str, kernel_name: str, topic: str | None,
+                       kernels: str | None) -> Result:
     if topic is not None:
         try:
             worker = get_worker()
@@ -262,11 +315,11 @@ def _run_notebook_task(notebook: Path, output_dir: Path, profile: str, kernel_na
         message = (f"worker {cluster.worker_address()} has no file {notebook}; "
                    f"workers must see the repository at the same path")
         return Result(notebook.name, "FileNotFoundError", message, 0.0, (), output_dir / notebook.name)
-    return run_notebook(notebook, output_dir, profile, kernel_name)
+    return run_notebook(notebook, output_dir, profile, kernel_name, kernels)
 
 
-#: Seconds between the runner's "still running" lines (``DLGN_HEARTBEAT_S``).
-HEARTBEAT_S = float(os.environ.get("DLGN_HEARTBEAT_S", "30"))
+#: Seconds between the runner's "still running" lines, unless ``DLGN_HEARTBEAT_S`` says otherwise.
+HEARTBEAT_S = 30.0
 
 
 def expected_seconds(notebooks: Sequence[Path], profile: str) -> dict[str, float]:
@@ -278,7 +331,7 @@ def expected_seconds(notebooks: Sequence[Path], profile: str) -> dict[str, float
     out = {}
     if profile == "full":
         record = executed.FULL_RECORD
-        entries = json.loads(record.read_text())["notebooks"] if record.exists() else {}
+        entries = files.read_json(record, what="the record of full runs").get("notebooks", {}) if record.exists() else {}
         for nb in notebooks:
             if notebook_id(nb) in entries:
                 entry = entries[notebook_id(nb)]
@@ -306,9 +359,9 @@ def _minutes(seconds: float) -> str:
 
 
 def cell_progress(output: Path) -> str | None:
-    """Where papermill is in the notebook it is writing to ``output`` (it saves the notebook as
-    each cell starts): "cell 14 of 32 for 3.5 min". None while the file is missing, half written,
-    or has no cell running."""
+    """Where papermill is in the notebook it is saving to ``output`` (:func:`_partial`: it saves
+    the notebook as each cell starts): "cell 14 of 32 for 3.5 min". None while the file is
+    missing, half written, or has no cell running."""
     try:
         nb = json.loads(Path(output).read_text())
     except (OSError, ValueError):
@@ -347,15 +400,16 @@ def _progress_line(running: dict[str, float], done: set[str], total: int, elapse
 
 
 def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile: str, kernel_name: str,
-                   progress: Callable[[str], None] | None) -> list[Result]:
-    """Submit one task per notebook, longest first (:func:`longest_first`), report them as they
-    start and finish (and every ``HEARTBEAT_S`` seconds, what is running and about how long is
-    left); results in series order."""
+                   progress: Callable[[str], None] | None, *, expected: dict[str, float], heartbeat_s: float,
+                   kernels: str | None) -> list[Result]:
+    """Submit one task per notebook, longest first by the ``expected`` seconds
+    (:func:`longest_first`), report them as they start and finish (and every ``heartbeat_s``
+    seconds, what is running and about how long is left); results in series order. The kernels'
+    folders go in ``kernels``."""
     topic = f"dlgn-series-{uuid.uuid4().hex}"   # one per call: runs sharing a cluster do not mix
     running: dict[str, float] = {}
     done: set[str] = set()
     stop = threading.Event()
-    expected = expected_seconds(notebooks, profile)
     order = longest_first(notebooks, expected)
     if progress:
         def started(event):
@@ -367,16 +421,16 @@ def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile:
         begun = time.perf_counter()
 
         def heartbeat():
-            while not stop.wait(HEARTBEAT_S):
+            while not stop.wait(heartbeat_s):
                 now_running = dict(running)
-                cells = {name: cell_progress(output_dir / name) for name in now_running}
+                cells = {name: cell_progress(_partial(output_dir / name)) for name in now_running}
                 progress(_progress_line(now_running, set(done), len(notebooks), time.perf_counter() - begun,
                                        expected, workers, cells))
         threading.Thread(target=heartbeat, daemon=True).start()
     submitted = time.perf_counter()
     futures = {
         client.submit(run_notebook_task, notebook, output_dir, profile, kernel_name, topic if progress else None,
-                      pure=False, key=f"notebook-{notebook.stem}-{uuid.uuid4().hex[:8]}",
+                      kernels, pure=False, key=f"notebook-{notebook.stem}-{uuid.uuid4().hex[:8]}",
                       priority=len(order) - rank): notebook   # Dask starts higher priorities first
         for rank, notebook in enumerate(order)
     }
@@ -397,7 +451,7 @@ def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile:
     except KeyboardInterrupt:   # Ctrl-C: stop the rest, say what finished
         client.cancel(list(futures))
         raise SeriesInterrupted([results[n] for n in notebooks if n in results],
-                                [n.name for n in notebooks if n not in results]) from None
+                                [n.name for n in notebooks if n not in results], profile) from None
     except BaseException:   # interrupted otherwise: the notebooks not started yet need not run
         client.cancel(list(futures))
         raise
@@ -439,6 +493,9 @@ def run_series(
         ValueError: bad ``profile``, ``only``, ``kernel_name`` or ``workers``, ``workers`` with
             ``scheduler``, or no notebooks in ``folder``; raised before any cluster is started.
         cluster.ClusterUnavailable: ``scheduler`` cannot be reached or has no workers.
+        files.Refusal: ``output_dir`` is a file or read-only, ``DLGN_HEARTBEAT_S`` is not a number,
+            ``docs/full_results.json`` is damaged (full); raised before any cluster is started.
+            Also when ``series.json`` cannot be written: its ``finished`` are the results.
     """
     check_profile(profile)
     _check_kernel(kernel_name)
@@ -450,41 +507,65 @@ def run_series(
         raise ValueError(f"no notebooks named NN_*.ipynb in {display_path(folder or REPO_ROOT / 'notebooks')}")
     notebooks = select_notebooks(notebooks, only)
     # Absolute, because papermill saves the copy from inside the notebooks folder.
-    output_dir = Path(output_dir).resolve() if output_dir is not None else build_dir() / "notebooks"
-    if client is not None:
-        return _run_and_note(client, notebooks, output_dir, profile, kernel_name, progress)
-    if workers is None and scheduler is None:
+    output_dir = _writable(Path(output_dir).resolve() if output_dir is not None else build_dir() / "notebooks")
+    run = {"expected": expected_seconds(notebooks, profile),
+           "heartbeat_s": files.env_float("DLGN_HEARTBEAT_S", HEARTBEAT_S, minimum=0.1)}
+    if workers is None and scheduler is None and client is None:
         workers = min(os.cpu_count() or 1, len(notebooks))
-    with cluster.client(workers, scheduler) as own_client:
-        return _run_and_note(own_client, notebooks, output_dir, profile, kernel_name, progress)
+    # The kernels' folders, removed after the cluster, also when Ctrl-C ended the workers before
+    # their kernels' cleanup; so are the copies those workers were saving.
+    with tempfile.TemporaryDirectory(prefix="dlgn-kernels-", ignore_cleanup_errors=True) as run["kernels"]:
+        try:
+            if client is not None:
+                return _run_and_note(client, notebooks, output_dir, profile, kernel_name, progress, **run)
+            with cluster.client(workers, scheduler) as own_client:
+                return _run_and_note(own_client, notebooks, output_dir, profile, kernel_name, progress, **run)
+        finally:
+            for notebook in notebooks:
+                _partial(output_dir / notebook.name).unlink(missing_ok=True)
+
+
+def _writable(folder: Path) -> Path:
+    """``folder``, when it is a folder one can write in or can be made one (nothing is made); a
+    :class:`files.Refusal` naming the file in its way, or the read-only folder, otherwise."""
+    existing = next(path for path in (folder, *folder.parents) if path.exists())
+    if not existing.is_dir():
+        raise files.Refusal(f"{display_path(existing)} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise files.Refusal(f"{display_path(existing)} is read-only")
+    return folder
 
 
 #: What ``series run`` writes beside the executed copies: how the whole run went.
 from dlgn_lib.record.executed import SERIES_NOTE  # noqa: E402 (the note this runner writes)
-from ..files import command
 
 
 def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: str, kernel_name: str,
-                  progress: Callable[[str], None] | None) -> list[Result]:
+                  progress: Callable[[str], None] | None, **run) -> list[Result]:
     """:func:`_run_on_client`, then :data:`SERIES_NOTE` in ``output_dir``: the run's wall time
     from start to the last notebook's end, its workers, whether the run cache was empty at the
     start, the CPU, code path and code version, and each notebook's status and time (what
-    ``report record`` reads to record a cold series). An interrupted run writes none."""
+    ``report record`` reads to record a cold series). An interrupted run writes none; when the note
+    cannot be written, the :class:`files.Refusal` carries the results (``finished``)."""
     from dlgn_lib import locations, numerics
     from dlgn_lib.record.provenance import code_version, machine_label
-    output_dir.mkdir(parents=True, exist_ok=True)
+    files.writable_folder(output_dir)
     (output_dir / SERIES_NOTE).unlink(missing_ok=True)   # a note of an earlier run here is not this run's
     runs = locations.runs_dir()
     cache_empty = not runs.is_dir() or not any(runs.iterdir())
     workers = len(client.scheduler_info().get("workers", {}))
     started, begun = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
-    results = _run_on_client(client, notebooks, output_dir, profile, kernel_name, progress)
+    results = _run_on_client(client, notebooks, output_dir, profile, kernel_name, progress, **run)
     note = {"profile": profile, "workers": workers, "seconds": round(time.perf_counter() - begun, 1),
             "started": started.isoformat(timespec="seconds"), "runs_cache_empty_at_start": cache_empty,
             "runs_cache": display_path(runs), "cpu": machine_label(), "numerics": numerics.mode(),
             "code_version": code_version(),
             "notebooks": {r.notebook: {"status": r.status, "seconds": round(r.seconds, 1)} for r in results}}
-    (output_dir / SERIES_NOTE).write_text(json.dumps(note, indent=1) + "\n")
+    try:
+        files.write_atomic(output_dir / SERIES_NOTE, json.dumps(note, indent=1) + "\n")
+    except files.Refusal as exc:
+        exc.finished = results
+        raise
     if progress:
         progress(f"series: {len(results)} notebooks in {_minutes(note['seconds'])} on {workers} worker"
                  f"{'s' if workers != 1 else ''}, run cache {'empty' if cache_empty else 'not empty'} at the start "
@@ -523,9 +604,7 @@ def execute_in_place(notebooks: Sequence[Path], progress: Callable[[str], None] 
                 for figure in aside:
                     shutil.move(Path(scratch) / figure.name, figure)
                 raise
-            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-            nbformat.write(nb, tmp)
-            os.replace(tmp, path)
+            files.write_atomic(path, nbformat.writes(nb) + "\n")   # as nbformat.write ends a file
             if progress:
                 progress(f"{path.name}: executed in place in {time.perf_counter() - start:.0f} s")
 
@@ -558,7 +637,7 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
-@command
+@files.command
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.series", description=__doc__.split("\n")[0])
@@ -599,16 +678,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (ValueError, cluster.ClusterUnavailable) as exc:  # notebook failures are results, not errors
         parser.error(str(exc))
-    except KeyboardInterrupt as exc:
-        finished = getattr(exc, "finished", [])
-        unfinished = getattr(exc, "unfinished", None)
-        if finished:
-            print(format_summary(finished))
-        rerun = (" --only " + " ".join(n[:2] for n in unfinished)) if unfinished else ""
-        print(f"interrupted: {len(finished)} notebooks finished"
-              + (f", not finished: {', '.join(unfinished)}" if unfinished else "")
-              + f"; to run the rest: python -m dlgn_lib.record.series run --profile {args.profile}{rerun}", file=sys.stderr)
-        return 130
+    except (KeyboardInterrupt, files.Refusal) as exc:   # what finished is shown before the one line
+        if getattr(exc, "finished", None):
+            print(format_summary(exc.finished), flush=True)
+        raise
     print(format_summary(results))
     return 0 if all(r.ok for r in results) else 1
 
