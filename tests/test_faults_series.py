@@ -119,6 +119,98 @@ def test_n4_a_full_disk_leaves_no_cut_short_copy_or_empty_note_and_the_summary_i
     assert sorted(p.name for p in full_folder.iterdir()) == [".filler"]   # no copy cut short, no temporary
 
 
+# --- N5: spread --only 99, and a child that failed ----------------------------------------------------
+
+@pytest.mark.parametrize("add", [[], ["--add"]])
+def test_n5_unknown_only_ids_are_refused_before_anything_is_removed_or_run(fake_series, tmp_path, capsys, add):
+    earlier = tmp_path / "build" / "spread" / "pinned" / "notebooks" / "01_x.ipynb"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text("an earlier run's copy\n")
+    before = fake_series.spread.read_bytes()
+    with pytest.raises(SystemExit) as exit_info:
+        reproduce.main(["spread", "--only", "99", "--variants", "pinned", *add])
+    assert exit_info.value.code == 2
+    assert "--only: unknown notebook id(s) 99; available: 00, 01," in capsys.readouterr().err
+    assert earlier.read_text() == "an earlier run's copy\n" and not fake_series.ran.exists()
+    assert fake_series.spread.read_bytes() == before
+
+
+@pytest.mark.parametrize("add", [[], ["--add"]])
+def test_n5_a_failed_child_records_and_stamps_nothing(fake_series, tmp_path, monkeypatch, capfd, add):
+    monkeypatch.setenv("FAKE_SERIES", "fail")
+    before = fake_series.spread.read_bytes()
+    assert reproduce.main(["spread", "--only", FIRST, "--variants", "pinned", *add]) == 1
+    assert fake_series.ran.exists() and fake_series.spread.read_bytes() == before
+    assert capfd.readouterr().err.splitlines() == [   # the child's message, then the one line
+        "python -m dlgn_lib.record.series: error: the stand-in fails",
+        f"python -m dlgn_lib.record.reproduce: error: the series run into {tmp_path}/build/spread/pinned/notebooks "
+        f"stopped with exit status 2 before it ran every notebook (its message is above); "
+        f"{fake_series.spread} is unchanged"]
+
+
+# --- N6: spread onto a full disk ---------------------------------------------------------------------
+
+def test_n6_spread_onto_a_full_disk_names_the_record_and_leaves_it_whole(fake_series, monkeypatch, capsys,
+                                                                          full_folder):
+    record = full_folder / "spread.json"
+    shutil.copy(fake_series.spread, record)
+    before = record.read_bytes()
+    monkeypatch.setattr(reproduce, "SPREAD_RECORD", record)
+    full_folder.fill()
+    assert reproduce.main(["spread", "--only", FIRST, "--variants", "pinned"]) == 1
+    assert sorted(p.name for p in full_folder.iterdir()) == [".filler", "spread.json"]   # no temporary
+    assert fake_series.ran.exists() and record.read_bytes() == before
+    assert one_line(capsys.readouterr().err).endswith(
+        f"error: cannot write {record}: No space left on device; it is unchanged")
+
+
+# --- N7: verify with a damaged or missing record -------------------------------------------------------
+
+@pytest.mark.parametrize(("record", "text", "profile", "message"), [
+    ("spread", "{oops", "quick", "spread.json is not valid JSON (the spread record, which the tolerances come from): "
+                                 "Expecting property name enclosed in double quotes at line 1"),
+    ("spread", None, "quick", "spread.json is missing (the spread record, which the tolerances come from)"),
+    ("spread", "{}", "quick",
+     'spread.json has no "notebooks" table (the spread record, which the tolerances come from)'),
+    ("full", None, "full", "full_results.json is missing (the record of full runs)"),
+    ("full", "[1, 2]", "full", "full_results.json holds a JSON list, not a dict (the record of full runs)"),
+    ("full", "[1, 2]", "quick", "full_results.json holds a JSON list, not a dict (the record of full runs)"),
+])
+def test_n7_verify_checks_the_records_before_it_runs_anything(fake_series, capsys, record, text, profile, message):
+    path = getattr(fake_series, record)
+    path.unlink()
+    if text is not None:
+        path.write_text(text)
+    others = {p: p.read_bytes() for p in path.parent.iterdir()}
+    assert reproduce.main(["verify", "--profile", profile, "--only", FIRST]) == 1
+    assert one_line(capsys.readouterr().err).endswith(f"error: {path.parent}/{message}")
+    assert not fake_series.ran.exists()
+    assert {p: p.read_bytes() for p in path.parent.iterdir()} == others
+
+
+# --- N8: Ctrl-C of make verify --------------------------------------------------------------------------
+
+def test_n8_ctrl_c_of_verify_keeps_the_child_s_summary_and_says_what_to_rerun(fake_series, tmp_path):
+    code = (f"import sys\nimport dlgn_lib.record.series\nfrom dlgn_lib.record import reproduce\n"
+            f"sys.executable = {str(fake_series.script)!r}\n"
+            f"sys.exit(reproduce.main(['verify', '--only', '{FIRST}']))\n")
+    env = {**os.environ, "FAKE_SERIES": "wait"}
+    parent = subprocess.Popen([PYTHON, "-c", code], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 120
+    while not (tmp_path / "ready").exists() and parent.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+    os.killpg(parent.pid, signal.SIGINT)   # as the terminal's Ctrl-C does: to make and what it runs
+    out, err = parent.communicate(timeout=60)
+    assert parent.returncode == 130
+    assert "(the stand-in's summary)" in out   # the child had its time to stop and print
+    assert one_line(err) == (
+        f"python -m dlgn_lib.record.reproduce: interrupted: the series run into "
+        f"{tmp_path / 'build' / 'verify' / 'quick' / 'notebooks'} was stopped (what finished is above); "
+        f"nothing was compared; to verify, rerun: python -m dlgn_lib.record.reproduce verify --profile quick "
+        f"--only {FIRST}")
+
+
 # --- N9: Ctrl-C of series run leaves no kernel folder or connection file -------------------------------
 
 @pytest.fixture

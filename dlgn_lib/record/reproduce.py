@@ -30,6 +30,12 @@ whose pass/fail changed). The tolerances above come from it.
 ``figures/`` are never touched) and compares every output with the committed notebooks (quick) or
 every verdict and check with ``docs/full_results.json`` (full), and every figure with the committed
 one, and prints one table. Exit status 1 when anything is outside its tolerance.
+
+Both check their inputs before they run anything (``--only`` ids, ``--variants``, the records they
+read): a refusal is one line naming the file and the reason, exit status 1 (2 for bad arguments). The
+series runs in a child process; when it stops before it has run every notebook, nothing is compared
+and ``docs/spread.json`` is unchanged. On Ctrl-C the child prints what finished and this command
+what to rerun (exit status 130). The record is written whole or not at all.
 """
 from __future__ import annotations
 
@@ -39,6 +45,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -49,12 +56,11 @@ from pathlib import Path
 
 import nbformat
 
-from dlgn_lib import locations, verdict
+from dlgn_lib import files, locations, verdict
 
 from dlgn_lib.record import executed
 from dlgn_lib.plots import FIGURE_FLOOR_RMS, figure_rms  # noqa: F401 (figure_rms: the record tools' name)
 from dlgn_lib.record.provenance import code_version, machine, machine_label  # noqa: F401 (the record tools' names)
-from ..files import command
 
 __all__ = ["figure_tolerance", "load_record", "main"]
 
@@ -189,11 +195,21 @@ NO_RECORD = Tolerance()
 
 
 def load_record(path: Path | None = None) -> dict:
-    """The spread record (``docs/spread.json``), or an empty one when there is none yet."""
+    """The spread record (``docs/spread.json``), or an empty one when there is none yet; a
+    ``files.Refusal`` naming the file when it is damaged."""
     path = Path(path or SPREAD_RECORD)
     if not path.exists():
         return {"notebooks": {}}
-    return json.loads(path.read_text())
+    return _read_record(path, "the spread record")
+
+
+def _read_record(path: Path, what: str) -> dict:
+    """The record in ``path`` (``docs/spread.json``, ``docs/full_results.json``); a ``files.Refusal``
+    naming the file when it is missing, not JSON, or has no ``notebooks`` table."""
+    record = files.read_json(path, dict, what)
+    if not isinstance(record.get("notebooks"), dict):
+        raise files.Refusal(f"{locations.display_path(path)} has no \"notebooks\" table ({what})")
+    return record
 
 
 def check_outcomes(notebook: str, record: Mapping | None = None) -> dict[str, list[str]]:
@@ -427,10 +443,12 @@ def _slug(variant: str) -> str:
 # --- running the series under a code path ------------------------------------------------------
 
 def _run_series_under(variant_env: Mapping[str, str] | None, out: Path, profile: str, only: Sequence[str] | None,
-                     workers: int | None = None, fresh_cache: bool = True) -> int:
+                     workers: int | None = None, fresh_cache: bool = True, *, then: str, rerun: str) -> None:
     """Execute the series in a child process with ``variant_env`` set (None: this process's code
     path as it is); notebooks, figures and (when ``fresh_cache``) the run cache all go under
-    ``out``. Returns the child's exit status."""
+    ``out``. A ``files.Refusal`` when the child stopped before it ran every notebook (it wrote no
+    ``series.json``); ``KeyboardInterrupt`` on Ctrl-C, once the child has printed what finished.
+    Their messages end with ``then`` (what became of the record) and ``rerun`` (what to run again)."""
     env = dict(os.environ)
     if variant_env is not None:
         # the pin this process applied to itself must not leak into a variant: the child pins anew
@@ -444,7 +462,21 @@ def _run_series_under(variant_env: Mapping[str, str] | None, out: Path, profile:
         command += ["--only", *only]
     if workers:
         command += ["--workers", str(workers)]
-    return subprocess.run(command, env=env, cwd=locations.REPO_ROOT).returncode
+    note = out / "notebooks" / executed.SERIES_NOTE
+    note.unlink(missing_ok=True)   # the child writes it when it has run every notebook
+    where = f"the series run into {locations.display_path(out / 'notebooks')}"
+    # A process group of its own: Ctrl-C reaches it once, from here, and this process waits while
+    # it stops its notebooks, prints what finished and removes its kernels' files.
+    child = subprocess.Popen(command, env=env, cwd=locations.REPO_ROOT, process_group=0)
+    try:
+        status = child.wait()
+    except KeyboardInterrupt:
+        child.send_signal(signal.SIGINT)
+        child.wait()
+        raise KeyboardInterrupt(f"{where} was stopped (what finished is above); {then}; {rerun}") from None
+    if status not in (0, 1) or not note.is_file():
+        raise files.Refusal(f"{where} stopped with exit status {status} before it ran every notebook "
+                            f"(its message is above); {then}")
 
 
 def _reproduce_variables() -> set[str]:
@@ -746,11 +778,22 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
     With ``add`` the record is not replaced: this machine's code paths join the ones already in it
     (:func:`merge_records`), named ``<code path> @ <machine>``, so that the tolerances cover what
     another physical CPU computes as well as the code paths one machine can stand in for.
+
+    The code paths, the ``only`` ids, the record it adds to (``add`` or ``only``) and the record's
+    folder are checked before anything runs or is removed. A code path whose series run stops
+    before it ran every notebook, or Ctrl-C, leaves the record as it was.
     """
+    from dlgn_lib.record.series import _writable
     names = list(variants or VARIANTS)
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
         raise ValueError(f"unknown variant(s) {unknown}; available: {list(VARIANTS)}")
+    _check_only(only)
+    record = Path(record or SPREAD_RECORD)
+    old = load_record(record) if add or only else None
+    if record.is_dir():
+        raise files.Refusal(f"{locations.display_path(record)} is a folder, not a file")
+    _writable(record.parent)
     out_root = out_root or locations.build_dir() / "spread"
     dirs = {}
     for i, name in enumerate(names, 1):
@@ -765,19 +808,19 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
         if folder.exists():
             shutil.rmtree(folder)
         start = time.perf_counter()
-        status = _run_series_under(VARIANTS[name], folder, "quick", only, workers)
-        if status == 130:   # Ctrl-C reached the child too: stop here, the record is not rewritten
-            raise KeyboardInterrupt(f"code path {name!r} interrupted; rerun with --reuse to keep the finished ones")
-        print(f"[{i}/{len(names)}] {name}: exit {status} after {time.perf_counter() - start:.0f} s", flush=True)
-    record = Path(record or SPREAD_RECORD)
+        _run_series_under(VARIANTS[name], folder, "quick", only, workers,
+                          then=f"{locations.display_path(record)} is unchanged",
+                          rerun=f"code paths finished: {', '.join(repr(n) for n in names[:i - 1]) or 'none'}; "
+                                "rerun with --reuse to keep them")
+        print(f"[{i}/{len(names)}] {name}: ran in {time.perf_counter() - start:.0f} s", flush=True)
     if add:
         label = machine_label()
         new = build_record({f"{name} @ {label}": folder for name, folder in dirs.items()})
         if only:   # the other notebooks were not run here: they keep their entries as they are
             new["notebooks"] = {k: v for k, v in new["notebooks"].items() if k in only}
-        data = merge_records(load_record(record), new)
+        data = merge_records(old, new)
     elif only:
-        data = replace_notebooks(load_record(record), build_record(dirs), only)
+        data = replace_notebooks(old, build_record(dirs), only)
     else:
         data = build_record(dirs)
     write_record(data, record)
@@ -785,11 +828,16 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
 
 
 def write_record(data: Mapping, record: Path | None = None) -> None:
-    """Write the spread record atomically (a reader never sees half of it)."""
-    record = Path(record or SPREAD_RECORD)
-    tmp = record.with_name(f".{record.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
-    os.replace(tmp, record)
+    """Write the spread record atomically (a reader never sees half of it; a failed write leaves the
+    old one and no temporary file, and is a ``files.Refusal`` naming the record)."""
+    files.write_atomic(record or SPREAD_RECORD, json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def _check_only(only: Sequence[str] | None) -> None:
+    """A ``ValueError`` naming the ids of ``only`` that are no committed notebook's, and the known ones."""
+    from dlgn_lib.record.series import select_notebooks
+    if only:
+        select_notebooks(locations.find_notebooks(), only)
 
 
 def spread_table(data: Mapping) -> str:
@@ -939,21 +987,22 @@ def _within_relative(a: str, b: str, record: Mapping, nb_id: str) -> bool:
 
 def verify(profile: str = "quick", only: Sequence[str] | None = None, out: Path | None = None,
            workers: int | None = None, run: bool = True) -> list[NotebookCheck]:
-    """Execute the series into ``out`` (default ``build/verify``) and compare it with the record."""
+    """Execute the series into ``out`` (default ``build/verify``) and compare it with the record.
+    ``only`` and the records (``docs/spread.json``; ``docs/full_results.json``, which ``full`` needs)
+    are checked before anything runs; a series run that stops early compares nothing."""
     from dlgn_lib.config import PROFILES
     if profile not in PROFILES:
         raise ValueError(f"--profile: unknown profile {profile!r}; allowed: {', '.join(PROFILES)}")
     out = Path(out or locations.build_dir() / "verify" / profile)
     committed = _committed()
-    if only:
-        unknown = sorted(set(only) - set(committed))
-        if unknown:
-            raise ValueError(f"--only: unknown notebook id(s) {', '.join(unknown)}; available: {', '.join(committed)}")
+    _check_only(only)
+    record = _read_record(SPREAD_RECORD, "the spread record, which the tolerances come from")
+    full_path = executed.FULL_RECORD
+    full_record = _read_record(full_path, "the record of full runs") if profile == "full" or full_path.exists() else {}
     if run:
-        _run_series_under(None, out, profile, only, workers, fresh_cache=False)
-    record = load_record()
-    full_path = locations.REPO_ROOT / "docs" / "full_results.json"
-    full_record = json.loads(full_path.read_text()) if full_path.exists() else {}
+        again = f"python -m dlgn_lib.record.reproduce verify --profile {profile}" + (" --only " + " ".join(only) if only else "")
+        _run_series_under(None, out, profile, only, workers, fresh_cache=False, then="nothing was compared",
+                          rerun=f"to verify, rerun: {again}")
     results = []
     for nb_id, path in committed.items():
         if only and nb_id not in only:
@@ -1032,6 +1081,7 @@ def _outputs_in_place(notebooks: Sequence[Path]) -> int:
     says to measure it again with ``reproduce spread`` (exit status 1); the notebook keeps its new
     outputs."""
     from dlgn_lib.record.series import execute_in_place
+    load_record()   # a damaged record is refused before any notebook runs
     stale = []
     for path in notebooks:
         nb_id = locations.notebook_id(path)
@@ -1056,7 +1106,7 @@ def _outputs_in_place(notebooks: Sequence[Path]) -> int:
 
 # --- the command ---------------------------------------------------------------------------------
 
-@command
+@files.command
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m dlgn_lib.record.reproduce`` (the module's docstring says what it does)."""
     from dlgn_lib.config import PROFILES
@@ -1097,9 +1147,6 @@ def main(argv: list[str] | None = None) -> int:
         results = verify(args.profile, args.only, workers=args.workers, run=not args.no_run)
     except ValueError as exc:
         parser.error(str(exc))
-    except KeyboardInterrupt as exc:
-        print(f"interrupted: {exc or 'nothing was compared'}", file=sys.stderr)
-        return 130
     print(verify_table(results, args.profile))
     return 0 if all(r.ok for r in results) else 1
 
