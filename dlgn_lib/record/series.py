@@ -158,6 +158,9 @@ class _KernelManager(AsyncKernelManager):
                 self._socket_dir = tempfile.mkdtemp(prefix="k", dir=self.root)
             else:
                 self._socket_dir = tempfile.mkdtemp(prefix="dlgn-kernel-")
+            if len(self._socket_dir) > 90 and os.path.isdir("/tmp"):   # a long TMPDIR: no room for the sockets
+                os.rmdir(self._socket_dir)
+                self._socket_dir = tempfile.mkdtemp(prefix="dlgn-kernel-", dir="/tmp")
         return self._socket_dir
 
     @default("kernel_spec_manager")
