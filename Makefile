@@ -19,7 +19,7 @@
 #   make solutions [ONLY="01 05"]  regenerate the outputs of teaching/SOLUTIONS.md's snippets
 #   make book                     the rendered book of the committed notebooks: build/book/index.html
 #                                 (nothing re-executed; sliders as static twins)
-#   make slides                   slides of the 90-minute class (nbconvert, reveal.js): build/slides/
+#   make slides                   the 90-minute class's deck (reveal.js, offline): build/slides/
 #   make bench [SERIES=1] [RECORD=1]  performance benchmarks (reconstruction §6); RECORD=1 writes docs/bench.json
 #   make report                   regenerate the README's tables and the notebooks' results blocks
 #   make data                     prepare the datasets
@@ -125,8 +125,8 @@ solutions: venv data
 book: venv
 	$(PY) docs/book/build.py $(BUILD_DIR)/book
 
-# The 90-minute class's slides: nbconvert --to slides over the committed notebooks of the class
-# path (dlgn_lib.record.slides; reveal.js, jQuery, RequireJS and MathJax from verified npm tarballs).
+# The 90-minute class's deck, written from teaching/class_deck/ with the committed figures and the
+# record's verdict lines (dlgn_lib.record.slides; reveal.js and MathJax from verified npm tarballs).
 slides: venv
 	$(PY) -m dlgn_lib.record.slides --out $(BUILD_DIR)/slides
 

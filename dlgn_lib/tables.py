@@ -3,22 +3,30 @@
 ``select_on_validation`` keeps, per group of runs, the hyperparameter value (e.g. learning rate)
 with the best mean validation metric; ``accuracy_table`` groups runs and summarises a metric;
 ``format_table`` turns the numbers into
-"0.983 ± 0.012" strings; ``save_table`` writes ``figures/<id>.csv`` (the numbers) and
-``figures/<id>.tex`` (the formatted table). Used for claim C2 (notebook 02) and the benchmark
-table T (notebook 09).
+"0.983 ± 0.012" strings; ``save_table`` writes ``<id>.csv`` (the numbers) and ``<id>.tex`` (the
+formatted table) into the figures folder, each number to the decimals ``stable_texts`` reads from
+the spread record, so that a regeneration within tolerance writes the same bytes. Used for claim
+C2 (notebook 02) and the benchmark table T (notebook 09).
 """
 from __future__ import annotations
 
+import math
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from . import locations, models
-from .files import write_atomic
+from .files import read_json, write_atomic
 
-__all__ = ["accuracy_table", "cell", "format_table", "run_metric", "save_table", "select_on_validation"]
+__all__ = ["accuracy_table", "cell", "format_table", "run_metric", "save_table", "select_on_validation",
+           "stable_texts"]
+
+#: The spread record (``make spread``): every printed number's range across CPU code paths, read here
+#: as a plain file (the record tools sit above this layer).
+SPREAD_RECORD = locations.REPO_ROOT / "docs" / "spread.json"
 
 STATS = ("mean", "std", "n")
 #: Shortcuts for ``row_key`` / ``col_key``.
@@ -128,35 +136,101 @@ def cell(table: pd.DataFrame, row, col, stat: str = "mean") -> float:
 
 def format_table(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The table as strings "mean ± std" (just "mean" for one run, "—" for an empty cell)."""
+    return _formatted(table, lambda row, col, stat: f"{table.loc[row, (col, stat)]:.{digits}f}")
+
+
+def _formatted(table: pd.DataFrame, number: Callable) -> pd.DataFrame:
     cols = list(dict.fromkeys(table.columns.get_level_values(0)))
 
     def text(row, col):
         mean, std, n = (table.loc[row, (col, s)] for s in STATS)
         if n == 0 or np.isnan(mean):
             return "—"
-        return f"{mean:.{digits}f}" if np.isnan(std) else f"{mean:.{digits}f} ± {std:.{digits}f}"
+        return number(row, col, "mean") if np.isnan(std) else \
+            f"{number(row, col, 'mean')} ± {number(row, col, 'std')}"
 
     return pd.DataFrame([[text(r, c) for c in cols] for r in table.index], index=table.index, columns=cols)
 
 
 def save_table(table: pd.DataFrame, table_id: str, *, digits: int = 3, caption: str = "",
-               verbose: bool = True) -> list[Path]:
-    """Write ``figures/<table_id>.csv`` (mean, std, n per cell, full precision) and
-    ``figures/<table_id>.tex`` (the :func:`format_table` strings as a LaTeX tabular).
+               verbose: bool = True, record: Mapping | None = None) -> list[Path]:
+    """Write ``<table_id>.csv`` (mean, std, n per cell) and ``<table_id>.tex`` (the
+    :func:`format_table` strings as a LaTeX tabular) into ``locations.figures_dir()``.
 
-    ``table_id`` starts with the notebook id, e.g. "02_accuracy". Returns the written paths.
+    ``table_id`` starts with the notebook id, e.g. "02_accuracy": each mean and std is written as
+    :func:`stable_texts` gives it for the notebook's printed table (``digits`` decimals), so that a
+    regeneration within tolerance writes the same bytes. Returns the written paths.
     """
     if not table_id or "/" in table_id or table_id.startswith("."):
         raise ValueError(f"table_id={table_id!r}: use a plain name such as '02_accuracy'")
+    cols = list(dict.fromkeys(table.columns.get_level_values(0)))
+    shown = [(r, c, stat) for r in table.index for c in cols for stat in ("mean", "std")
+             if not np.isnan(table.loc[r, (c, stat)])]   # the numbers format_table prints, in its order
+    texts = dict(zip(shown, stable_texts([table.loc[key[0], key[1:]] for key in shown],
+                                         table_id.split("_", 1)[0], digits, record)))
     out_dir = locations.figures_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
-    flat = table.copy()
-    flat.columns = [f"{col} {stat}" for col, stat in table.columns]
+    flat = pd.DataFrame({f"{col} {stat}": [str(int(table.loc[r, (col, stat)])) if stat == "n"
+                                           else texts.get((r, col, stat), "") for r in table.index]
+                         for col, stat in table.columns}, index=table.index)
     csv_path, tex_path = out_dir / f"{table_id}.csv", out_dir / f"{table_id}.tex"
-    write_atomic(csv_path, flat.to_csv(float_format="%.6g"))
-    latex = format_table(table, digits).to_latex(caption=caption or None, escape=True)
-    write_atomic(tex_path, latex.replace("±", r"$\pm$").replace("—", "--"))
+    write_atomic(csv_path, flat.to_csv())
+    latex = _formatted(table, lambda *key: texts[key]).to_latex(caption=caption or None, escape=True)
+    note = "% each number to the decimals that stay the same within the tolerance of docs/spread.json\n"
+    write_atomic(tex_path, note + latex.replace("±", r"$\pm$").replace("—", "--"))
     written = [csv_path, tex_path]
     if verbose:
         print("saved " + ", ".join(locations.display_path(p) for p in written))
     return written
+
+
+def stable_texts(values: Sequence[float], notebook: str, digits: int = 3, record: Mapping | None = None) -> list[str]:
+    """``values`` as ``notebook`` prints them with ``digits`` decimals, each written with the most
+    decimals (``digits`` down to 0) at which every value within its tolerance rounds to one text
+    (whole units where even those move; such a number may still change).
+
+    The recorded output of the notebook that prints these numbers in this order is the one whose
+    numbers with ``digits`` decimals are as many and each within its tolerance (HTML outputs first);
+    a number's tolerance is the comparison's (reconstruction §7.1): the record's ``tolerance_factor``
+    times its range across CPU code paths, at least one unit of its last digit. So a regeneration
+    that moves the numbers within tolerance writes the same texts. Values that no recorded output
+    prints within tolerance keep ``digits`` decimals. ``record``: default ``docs/spread.json``.
+    """
+    record = _spread_record() if record is None else record
+    printed = [Decimal(f"{value:.{digits}f}") for value in values]
+    factor = float(record.get("tolerance_factor", 3.0))
+    outputs = record.get("notebooks", {}).get(notebook, {}).get("outputs", {})
+    for key in sorted(outputs, key=lambda key: "text/html" not in key):
+        windows = _tolerance_windows(outputs[key], digits, factor)
+        if len(windows) == len(printed) and all(low <= p <= high for p, (low, high) in zip(printed, windows)):
+            return [_stable_text(p, low, high, digits) for p, (low, high) in zip(printed, windows)]
+    return [str(p.copy_abs() if p.is_zero() else p) for p in printed]
+
+
+def _stable_text(printed: Decimal, low: Decimal, high: Decimal, digits: int) -> str:
+    decimals = next((d for d in range(digits, 0, -1) if _rounded(low, d) == _rounded(high, d)), 0)
+    shown = _rounded(printed, decimals)
+    return str(shown.copy_abs() if shown.is_zero() else shown)
+
+
+def _rounded(value: Decimal, decimals: int) -> Decimal:
+    return value.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+
+
+def _tolerance_windows(entry: Mapping, digits: int, factor: float) -> list[tuple[Decimal, Decimal]]:
+    """(lowest, highest) a regeneration may print for each number of one recorded output printed
+    with ``digits`` decimals, in its order: the committed value ± the comparison's tolerance."""
+    ranges, unit, windows = entry.get("ranges", ()), 10.0 ** -digits, []
+    for i, text in enumerate(entry.get("values", {}).get("committed", ())):
+        text = str(text).replace("\u2212", "-")
+        whole, dot, tail = text.lstrip("-").partition(".")
+        if not (dot and whole.isdigit() and tail.isdigit() and len(tail) == digits):
+            continue
+        measured = float(ranges[i]) if i < len(ranges) else 0.0
+        allowed = Decimal(max(math.floor(factor * measured / unit + 1e-6), 1)).scaleb(-digits)
+        windows.append((Decimal(text) - allowed, Decimal(text) + allowed))
+    return windows
+
+
+def _spread_record() -> dict:
+    return read_json(SPREAD_RECORD, dict, "the spread record") if SPREAD_RECORD.exists() else {}
