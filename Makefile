@@ -4,7 +4,8 @@
 #   make figures [PROFILE=full] [WORKERS=N]
 #                                 run the notebook series headlessly (figures/, build/notebooks/),
 #                                 notebooks side by side on a local Dask cluster of N worker
-#                                 processes (default: one per core)
+#                                 processes (default: one per core); the one command that writes
+#                                 the committed figures/ (a notebook run by hand writes build/figures/)
 #   make test                     library tests (test-library), then nbval on the committed
 #                                 notebooks (test-notebooks: words exactly, numbers within the
 #                                 tolerances of docs/spread.json; NBVAL_WORKERS=2 notebooks at a
@@ -66,9 +67,12 @@ $(STAMP): requirements.lock pyproject.toml
 data: venv
 	$(PY) -m dlgn_lib.data prepare
 
-# The profile is checked before anything is installed or prepared.
+# The profile is checked before anything is installed or prepared. Only this target names the
+# committed figures/ (DLGN_FIGURES_DIR, unless already set): elsewhere figures go to build/figures.
+FIGURES_DIR := $(or $(DLGN_FIGURES_DIR),$(CURDIR)/figures)
 figures: check-profile venv data
-	$(PY) -m dlgn_lib.record.series run --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
+	DLGN_FIGURES_DIR=$(FIGURES_DIR) \
+	  $(PY) -m dlgn_lib.record.series run --profile $(PROFILE) $(if $(WORKERS),--workers $(WORKERS))
 
 # Two runs, both must pass: the library tests (tests/, every subfolder included), then the
 # committed notebook outputs, compared by tests/nbval_tolerance.py: words exactly, numbers within

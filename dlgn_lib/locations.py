@@ -1,14 +1,16 @@
 """Where the package reads and writes: data, run cache, figures, build output.
 
 Every location can be moved with an environment variable so that tests (and users with a shared
-scratch disk) never touch the repository's own folders:
+scratch disk) never touch the repository's own folders. A notebook run by hand (JupyterLab,
+papermill) saves its figures and tables under ``build/figures``; only ``make figures`` names the
+committed ``figures/`` (it sets ``DLGN_FIGURES_DIR``), so running a notebook leaves tracked files alone:
 
 =====================  ==========================  =================
 variable               default                     holds
 =====================  ==========================  =================
 ``DLGN_DATA_DIR``      ``<repo>/data``             prepared datasets
 ``DLGN_RUNS_DIR``      ``<data dir>/runs``         the run cache
-``DLGN_FIGURES_DIR``   ``<repo>/figures``          saved figures
+``DLGN_FIGURES_DIR``   ``<build dir>/figures``     saved figures and tables
 ``DLGN_BUILD_DIR``     ``<repo>/build``            executed notebooks, benchmark output
 =====================  ==========================  =================
 """
@@ -47,8 +49,8 @@ def runs_dir() -> Path:
 
 
 def figures_dir() -> Path:
-    """Folder the notebooks save figures into (``DLGN_FIGURES_DIR``)."""
-    return _dir("DLGN_FIGURES_DIR", REPO_ROOT / "figures")
+    """Folder the notebooks save figures and tables into (``DLGN_FIGURES_DIR``; else ``build/figures``)."""
+    return _dir("DLGN_FIGURES_DIR", build_dir() / "figures")
 
 
 def build_dir() -> Path:

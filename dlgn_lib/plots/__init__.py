@@ -1,4 +1,5 @@
-"""Figures: one style, one colour per model kind, and ``save_figure`` (PNG + PDF under ``figures/``).
+"""Figures: one style, one colour per model kind, and ``save_figure`` (PNG + PDF in the figures folder:
+``build/figures``, or the committed ``figures/`` under ``make figures``; ``locations.figures_dir``).
 
 Plot functions live in topic submodules (``dlgn_lib.plots.<topic>``); each returns a
 ``matplotlib.figure.Figure`` and never saves: notebooks decide what is saved.
@@ -121,8 +122,9 @@ class FigureWriteError(OSError):
 
 
 def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = True) -> None:
-    """Save ``fig`` as ``figures/<figure_id>.png`` and ``.pdf``: fixed metadata, atomic writes, and
-    no write at all when the saved figure already shows the same thing.
+    """Save ``fig`` as ``<figure_id>.png`` and ``.pdf`` in ``locations.figures_dir()`` (``build/figures``
+    unless ``DLGN_FIGURES_DIR`` names another, as ``make figures`` does): fixed metadata, atomic
+    writes, and no write at all when the saved figure already shows the same thing.
 
     The PNG decides: when the saved PNG has the same pixels, or differs by no more than the RMS
     the figure showed across CPU code paths (``docs/spread.json``, reconstruction §7; installed by
