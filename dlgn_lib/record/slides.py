@@ -1,26 +1,30 @@
-"""Slides of the class path, made from the notebooks with nbconvert (``make slides``).
+"""The 90-minute class's slides (``make slides``): one reveal.js deck, built for a projector.
 
     python -m dlgn_lib.record.slides [--out build/slides] [--only 00 01]
-    python -m dlgn_lib.record.slides tag                    # (re)write the notebooks' slide metadata
 
-The 90-minute class of the course guide walks through ``CLASS_PATH``. Each of those notebooks
-carries Jupyter's own slideshow metadata (``cell.metadata.slideshow.slide_type``, editable in
-JupyterLab's property inspector), written by ``tag`` from ``slide_type``: a new slide at the title,
-at each ``##`` section and at the verdict, the figures and verdict lines as they come, and the
-plumbing (imports, the parameters, the run-cache lines, the results tables and the history)
-skipped. ``jupyter nbconvert --to slides`` (its SlidesExporter, reveal.js) turns each notebook,
-as committed, into ``OUT/NN_name.slides.html``: nothing is executed.
+``teaching/class_deck/slides.md`` (its opening comment says how to write it) becomes
+``OUT/class.slides.html`` (with ``page.html`` around the slides and ``style.css`` beside them):
+one idea per slide, the figure first, a few lines of text, the teacher's notes behind S. What is measured is filled in from the record, never typed: the claims'
+bottom lines and each claim's verdict lines by parts (``readme_blocks.claim_by_parts`` over
+``docs/full_results.json``), the exercises and titles from the notebooks. ``--only`` keeps the
+slides of those notebooks of the class path and the slides of none (framing, wrap-up).
 
-The slides need nothing from outside: reveal.js, jQuery, RequireJS and MathJax 2 come from their
-npm packages (``VENDOR``, fetched once with ``npm pack`` into ``build/vendor/`` and checked
-against the registry's sha1), copied beside the slides, and the template's mermaid import is
-pointed to a local module that draws nothing (the notebooks hold no mermaid diagrams). Saved
-widget state is dropped, so each slider shows its static twin (dlgn_lib.widgets).
+Each slide's markdown is rendered by nbconvert's markdown renderer (the one that renders the
+notebooks' markdown, TeX left for MathJax), so the deck is plain HTML that the browser test
+measures as projected; reveal.js lays it out at 1280×720 (white theme) and MathJax 2 typesets it.
+The notebooks themselves are not turned into slides: a notebook holds every cell for reading and
+running, and its outputs are sized for a page, not a screen. Nothing comes from outside: reveal.js
+and MathJax come from their npm packages (``VENDOR``, fetched once with ``npm pack`` into
+``build/vendor/`` and checked against the registry's sha1) and the committed figures are copied
+beside the deck.
 """
 from __future__ import annotations
 
 import argparse
+import html
+import re
 import shutil
+import string
 import sys
 import tarfile
 import time
@@ -31,55 +35,32 @@ import nbformat
 from dlgn_lib import locations
 from ..files import Refusal, command, writable_folder, write_atomic
 
-__all__ = ["main"]
+__all__ = ["build", "main", "page"]
 
 #: The notebooks of the course guide's 90-minute class, in order.
 CLASS_PATH = ("00", "01", "03", "05")
-#: npm packages the slides load, with the registry's sha1 of each tarball, and what is copied.
+#: The deck's source (slides.md, page.html, style.css) and the file it becomes.
+SOURCE = locations.REPO_ROOT / "teaching" / "class_deck"
+DECK = SOURCE / "slides.md"
+DECK_FILE = "class.slides.html"
+#: npm packages the deck loads, with the registry's sha1 of each tarball, and what is copied.
 VENDOR = {
-    "reveal.js@4.0.2": ("2e5e9f8ed0fa239924b448f21d4238c5aa6e852e", ("dist", "plugin")),
-    "jquery@3.7.1": ("083ef98927c9a6a74d05a6af02806566d16274de", ("dist/jquery.min.js",)),
-    "requirejs@2.3.7": ("0b22032e51a967900e0ae9f32762c23a87036bd0", ("require.js",)),
+    "reveal.js@4.0.2": ("2e5e9f8ed0fa239924b448f21d4238c5aa6e852e",
+                        ("dist/reveal.css", "dist/reveal.js", "dist/theme/white.css", "dist/theme/fonts/source-sans-pro",
+                         "plugin/math/math.js", "plugin/notes/notes.js")),
     "mathjax@2.7.9": ("d6b67955c173e7d719fcb2fc0288662884eb7d3d",
-                      ("MathJax.js", "config", "extensions", "jax/input/TeX", "jax/output/CommonHTML",
-                       "jax/element", "fonts/HTML-CSS/TeX/woff", "localization/en")),
+                      ("MathJax.js", "config/TeX-AMS_CHTML-full.js", "extensions", "jax/input/TeX",
+                       "jax/output/CommonHTML", "jax/element", "fonts/HTML-CSS/TeX/woff", "localization/en")),
 }
-#: The template imports mermaid as an ES module; the notebooks hold no mermaid diagrams.
-MERMAID_STUB = "// The slides hold no mermaid diagrams: nothing to draw.\nexport default { initialize() {} };\n"
 
-SKIPPED_TAGS = {"parameters", "setup", "history", "results", "exercises"}
-
-
-def slide_type(cell, index: int) -> str:
-    """The slide type ``tag`` gives a cell: "slide", "subslide", "skip" or "-" (continue)."""
-    tags = set(cell.metadata.get("tags", []))
-    source = cell.source.lstrip()
-    if index == 0 or "verdict" in tags and cell.cell_type == "markdown":
-        return "slide"
-    if tags & SKIPPED_TAGS or "reconstruction" in tags:
-        return "skip"
-    if cell.cell_type == "markdown":
-        return "slide" if source.startswith("## ") else "subslide" if source.startswith("### ") else "-"
-    if source.startswith("# NBVAL_IGNORE_OUTPUT") and "widgets." not in source:   # imports, run-cache lines
-        return "skip"
-    return "-"
-
-
-def tag(notebook: Path) -> bool:
-    """Write ``slide_type`` into a notebook's cells; True when something changed."""
-    nb = nbformat.read(notebook, as_version=4)
-    changed = False
-    for k, cell in enumerate(nb.cells):
-        wanted = slide_type(cell, k)
-        if cell.metadata.get("slideshow", {}).get("slide_type") != wanted:
-            cell.metadata["slideshow"] = {"slide_type": wanted}
-            changed = True
-    if changed:
-        write_atomic(notebook, nbformat.writes(nb) + "\n")
-    return changed
+_FILL = re.compile(r"\{\{(claims|verdict|parts|exercise|title)((?: \w+)+)\}\}")
+_ATTRIBUTES = re.compile(r"^<!-- \.slide: (.*) -->\n", re.M)
+_FIGURE = re.compile(r"^!\[([^\]]*)\]\(\.\./\.\./figures/([\w.-]+\.png)\)\n", re.M)
+_TITLE = re.compile(r"^(#{1,2}) (.*)\n", re.M)
 
 
 def class_notebooks(only=None) -> list[Path]:
+    """The notebooks of the class path (or of ``only``, which must be on it), in order."""
     ids = list(only or CLASS_PATH)
     unknown = [i for i in ids if i not in CLASS_PATH]
     if unknown:
@@ -91,7 +72,7 @@ def class_notebooks(only=None) -> list[Path]:
 
 
 def vendor(out: Path, cache: Path | None = None) -> Path:
-    """reveal.js, jQuery, RequireJS and MathJax under ``out/vendor`` (from verified npm tarballs)."""
+    """reveal.js and MathJax under ``out/vendor`` (from verified npm tarballs)."""
     from dlgn_lib.data.base import DatasetNotAvailable
     from dlgn_lib.data.prepare import npm_package
     cache = cache or locations.build_dir() / "vendor"
@@ -108,7 +89,6 @@ def vendor(out: Path, cache: Path | None = None) -> Path:
                 for member in chosen:
                     member.name = member.name[len("package/"):]
                 archive.extractall(target / name, members=chosen, filter="data")
-        (target / "mermaid-stub.mjs").write_text(MERMAID_STUB)
     except DatasetNotAvailable as err:
         raise Refusal(str(err)) from None
     except OSError as err:
@@ -116,45 +96,119 @@ def vendor(out: Path, cache: Path | None = None) -> Path:
     return target
 
 
+def _exercise(notebook: Path, number: str) -> str:
+    """Exercise ``number`` of a notebook's cell tagged ``exercises``, on one line."""
+    cells = [c for c in nbformat.read(notebook, as_version=4).cells if "exercises" in c.metadata.get("tags", [])]
+    items = dict(re.findall(r"^(\d+)\. (.*?)(?=^\d+\. |\Z)", cells[0].source if cells else "", re.M | re.S))
+    if number not in items:
+        raise Refusal(f"{notebook.name} has no exercise {number} (a numbered item of its cell tagged 'exercises')")
+    return f"**{locations.notebook_id(notebook)}, exercise {number}.** " + " ".join(items[number].split())
+
+
+def _fill(kind: str, args: list[str], record: dict, notebooks: dict[str, Path]) -> str:
+    """The markdown a ``{{kind args}}`` stands for."""
+    from dlgn_lib import parts
+    from . import full_results, readme_blocks
+    if kind in ("exercise", "title"):
+        if args[0] not in notebooks:
+            raise Refusal(f"{locations.display_path(DECK)}: notebooks/ has no notebook {args[0]}")
+        if kind == "exercise":
+            return _exercise(notebooks[args[0]], args[1])
+        return _TITLE.search(nbformat.read(notebooks[args[0]], as_version=4).cells[0].source + "\n").group(2)
+    known = [c for c, _, _ in full_results.CLAIMS if c.startswith("C")]
+    if unknown := [c for c in args if c not in known]:
+        raise Refusal(f"{locations.display_path(DECK)}: no claim {', '.join(unknown)}; the claims are {', '.join(known)}")
+    if kind == "claims":
+        text = {c: t for c, t, _ in full_results.CLAIMS}
+        return "\n".join(["| claim | bottom line (`full`) |", "|---|---|"] + [
+            f"| **{c}** {readme_blocks.escape(text[c])} | {readme_blocks.claim_by_parts(c, record)[0]} |" for c in args])
+    if kind == "parts":
+        return " ".join(f"({label}) {part['statement']} [{', '.join(sorted({r['notebook'] for r in part['checks']}))}]."
+                        for label, part in parts.registered_parts(args[0]).items())
+    line, shown = readme_blocks.claim_by_parts(args[0], record)
+    return "\n".join([f"## {args[0]} at paper scale (`full`): {line}", ""] + [f"- {text}" for text in shown])
+
+
+def _render(markdown: str) -> str:
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+    return MarkdownWithMath(renderer=IPythonRenderer(escape=False, exclude_anchor_links=True)).render(markdown).strip()
+
+
+def _slide(source: str, figures: set[str]) -> str:
+    """One ``<section>``: the title, the figure, the text, the notes."""
+    attributes = " ".join(_ATTRIBUTES.findall(source))
+    source = _ATTRIBUTES.sub("", source)
+    source, _, notes = source.partition("\nNote:\n")
+    figure = _FIGURE.search(source)
+    if figure:
+        if not (locations.REPO_ROOT / "figures" / figure.group(2)).is_file():
+            raise Refusal(f"{locations.display_path(DECK)}: figures/{figure.group(2)} is not a committed figure")
+        figures.add(figure.group(2))
+        source = source[:figure.start()] + source[figure.end():]
+    title = _TITLE.search(source + "\n")
+    if title is None:
+        raise Refusal(f"{locations.display_path(DECK)}: a slide without a '## ' title: {source.strip()[:60]!r}")
+    body = (source + "\n")[:title.start()] + (source + "\n")[title.end():]
+    shown = (f'<figure><img src="figures/{figure.group(2)}" alt="{html.escape(figure.group(1))}"></figure>\n'
+             if figure else "")
+    return (f"<section{' ' + attributes if attributes else ''}>\n<div class=\"frame\">\n{_render(title.group(0))}\n"
+            f'<div class="body">\n{shown}<div class="text">\n{_render(body)}\n</div>\n</div>\n</div>\n'
+            + (f'<aside class="notes">\n{_render(notes)}\n</aside>\n' if notes.strip() else "") + "</section>")
+
+
+def page(only=None) -> tuple[str, list[str]]:
+    """The deck's HTML page (the slides of ``only``'s notebooks and of none) and the figures it shows."""
+    from . import full_results
+    keep = {locations.notebook_id(p) for p in class_notebooks(only)}
+    if not DECK.is_file():
+        raise Refusal(f"{locations.display_path(DECK)} is missing: it is the deck's source")
+    record = full_results.full_record()
+    notebooks = {locations.notebook_id(p): p for p in locations.find_notebooks()}
+    text = re.sub(r"\A\s*<!--.*?-->\s*", "", DECK.read_text(), flags=re.S)
+    text = _FILL.sub(lambda m: _fill(m.group(1), m.group(2).split(), record, notebooks), text)
+    figures, sections = set(), []
+    for source in re.split(r"^---\n", text, flags=re.M):
+        tied = re.search(r'data-notebook="(\w+)"', source)
+        if tied and tied.group(1) not in CLASS_PATH:
+            raise Refusal(f"{locations.display_path(DECK)}: a slide of notebook {tied.group(1)}, not of the class "
+                          f"path ({', '.join(CLASS_PATH)})")
+        if tied is None or tied.group(1) in keep:
+            sections.append(_slide(source.strip("\n") + "\n", figures))
+    title = html.escape(_TITLE.search(text).group(2))
+    template = string.Template((SOURCE / "page.html").read_text())
+    return template.substitute(title=title, slides="\n".join(sections)), sorted(figures)
+
+
 def build(out: Path, only=None) -> list[Path]:
-    """The class path's slides in ``out``; returns the HTML files written."""
-    from nbconvert import SlidesExporter
+    """The class deck in ``out``, its figures beside it and ``vendor/``; returns the HTML file written."""
+    text, figures = page(only)
     out = writable_folder(out)
     vendor(out)
-    exporter = SlidesExporter(
-        reveal_url_prefix="vendor/reveal.js", reveal_theme="white", reveal_scroll=True,
-        jquery_url="vendor/jquery/dist/jquery.min.js", require_js_url="vendor/requirejs/require.js",
-        mathjax_url="vendor/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe",
-        mermaid_js_url="./vendor/mermaid-stub.mjs", exclude_input=True)
-    written = []
-    for notebook in class_notebooks(only):
-        nb = nbformat.read(notebook, as_version=4)
-        nb.metadata.pop("widgets", None)   # the live widgets' state: the static twins stand for it
-        if not any("slideshow" in c.metadata for c in nb.cells):
-            raise Refusal(f"{notebook.name} has no slide metadata; run `python -m dlgn_lib.record.slides tag`")
-        body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
-        written.append(write_atomic(out / f"{notebook.stem}.slides.html", body))
-    return written
+    try:
+        shutil.copyfile(SOURCE / "style.css", out / "class.css")
+        (out / "figures").mkdir(exist_ok=True)
+        for name in figures:
+            shutil.copyfile(locations.REPO_ROOT / "figures" / name, out / "figures" / name)
+        for old in out.glob("[0-9][0-9]_*.slides.html"):   # the per-notebook decks of earlier versions
+            old.unlink()
+    except OSError as err:
+        raise Refusal(f"cannot write {locations.display_path(out)}: {err.strerror or err}") from None
+    return [write_atomic(out / DECK_FILE, text)]
 
 
 @command
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m dlgn_lib.record.slides`` (the module's docstring says what it does)."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.slides", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", nargs="?", choices=("build", "tag"), default="build")
-    parser.add_argument("--out", type=Path, default=None, help="folder of the slides (default: build/slides)")
-    parser.add_argument("--only", nargs="+", metavar="ID", help=f"notebook ids of the class path ({', '.join(CLASS_PATH)})")
+    parser.add_argument("--out", type=Path, default=None, help="folder of the deck (default: build/slides)")
+    parser.add_argument("--only", nargs="+", metavar="ID",
+                        help=f"keep the slides of these notebooks of the class path ({', '.join(CLASS_PATH)})")
     args = parser.parse_args(argv)
-    if args.command == "tag":
-        for notebook in class_notebooks(args.only):
-            print(f"{notebook.name}: {'tagged' if tag(notebook) else 'already tagged'}")
-        return 0
     start = time.perf_counter()
-    written = build(args.out or locations.build_dir() / "slides", args.only)
-    for path in written:
+    for path in build(args.out or locations.build_dir() / "slides", args.only):
         print(f"slides: {locations.display_path(path)}")
-    print(f"{len(written)} slide decks in {time.perf_counter() - start:.0f} s; open one in a browser "
-          "(arrow keys to move, Esc for the overview)")
+    print(f"1 deck in {time.perf_counter() - start:.0f} s; open it in a browser (arrow keys to move, "
+          "Esc for the overview, S for the teacher's notes, F for full screen)")
     return 0
 
 
