@@ -98,6 +98,7 @@ def test_a_notebook_outside_the_class_path_is_refused_by_name():
     ('<!-- .slide: data-notebook="07" -->\n\n## A\n', "a slide of notebook 07, not of the class path"),
     ("## A\n\n{{exercise 01 99}}\n", "01_paths.ipynb has no exercise 99"),
     ("Text without a title.\n", "a slide without a '## ' title"),
+    ("## A\n\n{{exercise 01}}\n", "{{exercise 01}} has the wrong number of words"),
 ])
 def test_a_deck_source_with_a_mistake_is_refused_in_one_line(tmp_path, monkeypatch, capsys, slide, message):
     deck = tmp_path / "deck.md"

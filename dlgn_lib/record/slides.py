@@ -4,10 +4,11 @@
 
 ``teaching/class_deck/slides.md`` (its opening comment says how to write it) becomes
 ``OUT/class.slides.html`` (with ``page.html`` around the slides and ``style.css`` beside them):
-one idea per slide, the figure first, a few lines of text, the teacher's notes behind S. What is measured is filled in from the record, never typed: the claims'
-bottom lines and each claim's verdict lines by parts (``readme_blocks.claim_by_parts`` over
-``docs/full_results.json``), the exercises and titles from the notebooks. ``--only`` keeps the
-slides of those notebooks of the class path and the slides of none (framing, wrap-up).
+one idea per slide, the figure first, a few lines of text, the teacher's notes behind S. What is
+measured is filled in from the record, never typed: the claims' bottom lines and each claim's
+verdict lines by parts (``readme_blocks.claim_by_parts`` over ``docs/full_results.json``), the
+exercises and titles from the notebooks. ``--only`` keeps the slides of those notebooks of the
+class path and the slides of none (framing, wrap-up).
 
 Each slide's markdown is rendered by nbconvert's markdown renderer (the one that renders the
 notebooks' markdown, TeX left for MathJax), so the deck is plain HTML that the browser test
@@ -109,6 +110,8 @@ def _fill(kind: str, args: list[str], record: dict, notebooks: dict[str, Path]) 
     """The markdown a ``{{kind args}}`` stands for."""
     from dlgn_lib import parts
     from . import full_results, readme_blocks
+    if len(args) != (2 if kind == "exercise" else len(args) if kind == "claims" else 1):
+        raise Refusal(f"{locations.display_path(DECK)}: {{{{{kind} {' '.join(args)}}}}} has the wrong number of words")
     if kind in ("exercise", "title"):
         if args[0] not in notebooks:
             raise Refusal(f"{locations.display_path(DECK)}: notebooks/ has no notebook {args[0]}")
@@ -160,8 +163,8 @@ def page(only=None) -> tuple[str, list[str]]:
     """The deck's HTML page (the slides of ``only``'s notebooks and of none) and the figures it shows."""
     from . import full_results
     keep = {locations.notebook_id(p) for p in class_notebooks(only)}
-    if not DECK.is_file():
-        raise Refusal(f"{locations.display_path(DECK)} is missing: it is the deck's source")
+    if missing := [p for p in (DECK, SOURCE / "page.html", SOURCE / "style.css") if not p.is_file()]:
+        raise Refusal(f"{locations.display_path(missing[0])} is missing: it is part of the deck's source")
     record = full_results.full_record()
     notebooks = {locations.notebook_id(p): p for p in locations.find_notebooks()}
     text = re.sub(r"\A\s*<!--.*?-->\s*", "", DECK.read_text(), flags=re.S)
