@@ -21,9 +21,13 @@ def test_the_edition_has_every_notebook_with_outputs_and_results_cleared_and_exe
         nb = nbformat.read(edition / original.name, as_version=4)
         source = nbformat.read(original, as_version=4)
         assert all(not c.outputs and c.execution_count is None for c in nb.cells if c.cell_type == "code")
-        assert not any("results" in c.metadata.get("tags", []) for c in nb.cells)
-        kept = [c for c in source.cells if "results" not in c.metadata.get("tags", [])]
-        assert [c.source for c in nb.cells] == [c.source for c in kept], "every other cell is kept unchanged"
+        assert not any({"results", "finds"} & set(c.metadata.get("tags", [])) for c in nb.cells)
+        kept = [c for c in source.cells if not {"results", "finds"} & set(c.metadata.get("tags", []))]
+        assert [c.source for c in nb.cells] == \
+            [c.source if c.cell_type == "markdown" else "\n".join(line for line in c.source.split("\n")
+                                                                  if not line.lstrip().startswith("# NBVAL_"))
+             for c in kept], "every other cell is kept, code without the test markers"
+        assert not any("NBVAL_" in c.source for c in nb.cells)
         assert any(c.source.startswith("## Exercises") for c in nb.cells)
 
 

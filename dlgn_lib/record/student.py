@@ -4,7 +4,8 @@
 of the series with:
 
 - outputs and execution counts cleared (students run the cells and see the verdicts themselves);
-- the cells tagged ``results`` left out (they report the measured numbers and verdicts);
+- the cells tagged ``results`` and ``finds`` left out (they report the measured numbers and verdicts);
+- the test suite's markers (``# NBVAL_IGNORE_OUTPUT`` …) taken out of the code;
 - the exercises kept.
 
 Solutions and the course guide live in ``teaching/``, never in ``notebooks/`` (the folder ``make
@@ -25,7 +26,15 @@ import nbformat
 from .. import locations
 from ..files import Refusal, command, writable_folder
 
-__all__ = ["main"]
+__all__ = ["main", "without_test_markers"]
+
+#: A line of nbval's markers (``# NBVAL_IGNORE_OUTPUT``, ``# NBVAL_SKIP``, …), for the tests, not readers.
+_MARKER = re.compile(r"^[ \t]*#[ \t]*NBVAL_[A-Z_]+[^\n]*(\n|$)", re.M)
+
+
+def without_test_markers(source: str) -> str:
+    """A code cell's source without nbval's marker lines (the book and the student edition show these)."""
+    return _MARKER.sub("", source)
 
 NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
 SOLUTIONS = locations.REPO_ROOT / "teaching" / "SOLUTIONS.md"
@@ -42,11 +51,13 @@ end of each notebook. Trained runs are cached, so a second run of a notebook tak
 
 
 def _student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of ``nb`` with outputs cleared and the ``results`` cells left out."""
+    """A copy of ``nb`` with outputs cleared, test markers taken out, and the ``results`` and ``finds``
+    cells left out."""
     copy = nbformat.from_dict(nb)
-    copy.cells = [c for c in copy.cells if "results" not in c.metadata.get("tags", [])]
+    copy.cells = [c for c in copy.cells if not {"results", "finds"} & set(c.metadata.get("tags", []))]
     for cell in copy.cells:
         if cell.cell_type == "code":
+            cell.source = without_test_markers(cell.source)
             cell.outputs, cell.execution_count = [], None
             cell.metadata.pop("execution", None)
     copy.metadata.pop("widgets", None)

@@ -29,7 +29,7 @@ from PIL import Image
 
 from dlgn_lib import locations
 
-from dlgn_lib.record import full_results, layers, readme_blocks
+from dlgn_lib.record import full_results, layers, readme_blocks, student
 
 HERE = Path(__file__).resolve().parent
 ROOT = locations.REPO_ROOT
@@ -149,6 +149,9 @@ def stage(source: Path, notebooks: Path = NOTEBOOKS) -> None:
     for path in sorted(Path(notebooks).glob("[0-9][0-9]_*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         nb.metadata.pop("widgets", None)         # the live widgets' state: the twins stand for it
+        for cell in nb.cells:                    # the test suite's markers are not for readers
+            if cell.cell_type == "code":
+                cell.source = student.without_test_markers(cell.source)
         nbformat.write(nb, source / "notebooks" / path.name)
     (source / "docs").mkdir()
     (source / "docs" / "reconstruction.md").write_text(book_reconstruction(RECONSTRUCTION.read_text()))

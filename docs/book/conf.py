@@ -36,6 +36,8 @@ html_theme = "sphinx_book_theme"
 html_title = "Half-Space Feature Learning: the executed series"
 html_static_path = ["_static"]
 html_css_files = ["book.css"]
+# Figures open at full size on click.
+html_js_files = ["book.js"]
 html_theme_options = {"show_toc_level": 1}
 # The figures have white backgrounds; an explicit mode also keeps the theme's script from logging
 # "invalid theme mode" on a first visit.
