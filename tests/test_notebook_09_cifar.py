@@ -80,7 +80,8 @@ def test_the_conv_rows_are_trained_selected_on_validation_and_filled_in_when_cif
         saved = {r[""]: r for r in csv.DictReader(f)}
     for row in study.CIFAR_ROWS:
         for column in ("DLGN", "ReLU"):
-            assert float(saved[row][f"{column} mean"]) == pytest.approx(table.loc[row, (column, "mean")])
+            # rows the spread record does not hold are written at 3 decimals (tables.stable_texts)
+            assert saved[row][f"{column} mean"] == f"{table.loc[row, (column, 'mean')]:.3f}"
     fig = accuracy_points(selected, study.panels({}, probe), study.row_key(labels))
     assert [ax.get_title() for ax in fig.axes] == list(study.CIFAR_ROWS)
 

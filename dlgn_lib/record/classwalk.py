@@ -180,8 +180,10 @@ def _walk(notebooks: list[str], workdir: Path, workers: int | None, say) -> dict
     seconds, _ = _run("teacher, book", [py, "docs/book/build.py", str(workdir / "book")], env, say)
     steps.append(Step("teacher: build the book", "make book", seconds))
     seconds, _ = _run("teacher, slides", [py, "-m", "dlgn_lib.record.slides", "--out", str(workdir / "slides")], env, say)
-    made = sorted(p.name for p in (workdir / "slides").glob("*.slides.html"))
-    steps.append(Step("teacher: make the slides", "make slides", seconds, f"{len(made)} slide decks"))
+    made = sorted((workdir / "slides").glob("*.slides.html"))
+    slides = sum(page.read_text().count("<section") for page in made)
+    steps.append(Step("teacher: make the slides", "make slides", seconds,
+                      f"{len(made)} deck{'s' * (len(made) != 1)}, {slides} slides"))
 
     env = {**base, "DLGN_RUNS_DIR": str(klass)}
     seconds, _ = _run("class, import", [py, "-m", "dlgn_lib.runs", "import", str(bundle)], env, say)

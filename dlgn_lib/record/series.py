@@ -582,15 +582,27 @@ def execute_in_place(notebooks: Sequence[Path], progress: Callable[[str], None] 
 
     A notebook's figures are moved aside first, so that it saves every figure anew and prints
     "saved" as a run from a clean checkout does; they come back when the notebook fails, which is
-    then left unchanged.
+    then left unchanged. Figures go to the repository's ``figures/`` unless ``DLGN_FIGURES_DIR``
+    says otherwise.
     """
+    from dlgn_lib import locations
+    # committed outputs save into the repository's figures/, as `make figures` does (the default
+    # of a notebook run by hand is build/figures); the kernels inherit the variable
+    unset = not os.environ.get("DLGN_FIGURES_DIR")
+    if unset:
+        os.environ["DLGN_FIGURES_DIR"] = str(locations.REPO_ROOT / "figures")
+    try:
+        _execute_in_place(notebooks, locations.figures_dir(), progress)
+    finally:
+        if unset:
+            del os.environ["DLGN_FIGURES_DIR"]
+
+
+def _execute_in_place(notebooks, figures: Path, progress) -> None:
     import shutil
     import tempfile
 
     from nbclient import NotebookClient
-
-    from dlgn_lib import locations
-    figures = locations.figures_dir()
     build_dir().mkdir(parents=True, exist_ok=True)
     for path in notebooks:
         with tempfile.TemporaryDirectory(dir=build_dir(), prefix=".outputs-") as scratch:
