@@ -161,8 +161,9 @@ def format_comparison(table: pd.DataFrame) -> str:
 
 
 def save_comparison(table: pd.DataFrame, table_id: str):
-    """Write the comparison's numbers to ``<figures dir>/<table_id>.csv``; returns the path."""
+    """Write the comparison's numbers to ``<figures dir>/<table_id>.csv`` at the one decimal the
+    notebook prints them with (more would record the CPU's last bits, not the result); returns the path."""
     path = locations.figures_dir() / f"{table_id}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, table.to_csv(index=False, float_format="%.4f"))
+    write_atomic(path, table.to_csv(index=False, float_format="%.1f"))
     return path
