@@ -3,7 +3,6 @@ import errno
 import io
 import json
 import os
-import shutil
 import socket
 import subprocess
 import tarfile
@@ -19,18 +18,9 @@ from dlgn_lib import locations, runs
 from dlgn_lib.record import bundle
 from dlgn_lib import config as C
 from fingerprint import tree
+from run_cache_helpers import cache_dir, small_config  # noqa: F401  (cache_dir: an autouse fixture)
 
 
-@pytest.fixture(autouse=True)
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("DLGN_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.setenv("DLGN_QUIET", "1")
-    return tmp_path / "runs"
-
-
-def small_config(seed=0, epochs=5):
-    return C.RunConfig(C.DataSpec.make("circle", target="steps", n_train=32, n_val=32, n_test=32),
-                       C.ModelSpec.make("dlgn", (3, 3)), epochs=epochs, n_snapshots=3, seed=seed)
 
 
 def rewrite_payload(folder: Path, payload) -> None:

@@ -375,15 +375,18 @@ def key_check(claim: str, label: str, record: dict):
     # checks do not explain it: a like-for-like part is inconclusive when the DLGN is undecided)
     wanted = {parts.DOES_NOT_HOLD: "fail", parts.INCONCLUSIVE: "inconclusive"}.get(word)
     pool = [c for c in found if c.outcome == wanted] or [c for c in dlgn if c.outcome == wanted] or found
-
-    def margin(c) -> float:
-        try:
-            bar = float(c.threshold)
-            end = float(c.low if c.op.startswith(">") else c.high) if c.low is not None else float(c.value)
-        except (TypeError, ValueError):
-            return float("inf")
-        return (end - bar if c.op.startswith(">") else bar - end) / max(abs(bar), 1e-12)
     return min(pool, key=margin)
+
+
+def margin(c) -> float:
+    """A recorded check's interval end (its value, without one) to its bar, relative to the bar's
+    size: negative on the wrong side, infinite when it has no number."""
+    try:
+        bar = float(c.threshold)
+        end = float(c.low if c.op.startswith(">") else c.high) if c.low is not None else float(c.value)
+    except (TypeError, ValueError):
+        return float("inf")
+    return (end - bar if c.op.startswith(">") else bar - end) / max(abs(bar), 1e-12)
 
 
 def full_record(path: Path = FULL_RECORD) -> dict:

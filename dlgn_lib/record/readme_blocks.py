@@ -133,22 +133,12 @@ def short_table(data: dict[str, full_results.Measured], record: dict, notebooks:
         keys = [(label, c) for label, c in keys if c is not None]
         shown = "—"
         if keys:
-            label, c = min(keys, key=lambda k: (_LOUDEST.get(words[k[0]][0], 2), _margin(k[1])))
+            label, c = min(keys, key=lambda k: (_LOUDEST.get(words[k[0]][0], 2), full_results.margin(k[1])))
             interval = f" [{c.low}, {c.high}]" if c.low is not None else ""
             shown = f"({label}) {c.name}: {c.value}{interval} ({c.op} {c.threshold})"
         links = ", ".join(f"[{n}]({notebooks}{data[n].name}.ipynb)" for n in ids)
         rows.append(f"| {claim}: {escape(text[claim])} | {escape(line)} | {escape(shown)} | {links} |")
     return "\n".join(rows)
-
-
-def _margin(c) -> float:
-    """A check's interval end to its bar, relative to the bar's size (negative: on the wrong side)."""
-    try:
-        bar = float(c.threshold)
-        end = float(c.low if c.op.startswith(">") else c.high) if c.low is not None else float(c.value)
-    except (TypeError, ValueError):
-        return float("inf")
-    return (end - bar if c.op.startswith(">") else bar - end) / max(abs(bar), 1e-12)
 
 
 def bottom_lines_table(data: dict[str, full_results.Measured], record: dict, notebooks: str = "notebooks/") -> str:
