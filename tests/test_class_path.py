@@ -147,6 +147,7 @@ def sd1_gap():
     header = next(lines[k] for k in range(row - 1, -1, -1) if lines[k].strip() and "±" not in lines[k])
     ends = [m.end() for m in re.finditer(r"\d\.\d+ ± \d\.\d+", lines[row])]   # pandas aligns names and values right
     values = {header[a:b].strip(): lines[row][a:b].split()[-3] for a, b in zip([0] + ends[:-1], ends)}
+    assert {"DLGN", "frozen-gate DLGN"} <= set(values), f"notebook 02, cell {i}: no such columns in {header!r}"
     d = re.search(r"\(d=(\d+)\)", lines[row]).group(1)
     j, checks = printed("02", "DLGN − frozen-gate DLGN = ")
     gap = re.search(r"\(d=\d+\): DLGN − frozen-gate DLGN = (\S+),", checks).group(1)
