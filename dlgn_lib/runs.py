@@ -56,9 +56,9 @@ from . import __version__, batched, config as _config, files, fused, locations, 
 from .config import RunConfig
 from .train import Run, quiet, train
 
-__all__ = ["CacheLocationError", "CacheWriteError", "CorruptEntry", "cached_table", "check_root", "discard",
-           "entry_folders", "entry_lock", "function_name", "get_or_train_many", "make_shareable",
-           "remove_stale_temporaries", "temp_prefix", "tensor_hash", "verify_entry"]
+__all__ = ["CacheLocationError", "CacheWriteError", "CorruptEntry", "analysis_entries", "cached_table",
+           "check_analysis", "check_root", "discard", "entry_folders", "entry_lock", "function_name",
+           "get_or_train_many", "make_shareable", "remove_stale_temporaries", "store_analysis", "temp_prefix", "tensor_hash", "verify_entry"]
 
 FORMAT = 1
 #: The payload of ``run.pt``: its keys and their types (the layout every entry must have).
@@ -665,8 +665,15 @@ if __name__ == "__main__":   # the bundle commands live with the record tools (d
 # folder (``DLGN_RUNS_DIR``, the bench, the spread tool) starts with no analyses either; writing one
 # removes the entries of other library versions. A read-only runs folder serves what it has and
 # computes the rest. ``DLGN_ANALYSIS_CACHE=off`` turns the cache off (every table is computed).
+#
+# Run bundles carry the entries of this code (:func:`analysis_entries`); an entry read from elsewhere
+# passes the same checks as one served here, and its name must match its key and code
+# (:func:`check_analysis`), before :func:`store_analysis` moves it in.
 ANALYSIS_FORMAT = 1
 ANALYSIS_FOLDER = "analyses"
+#: Size bound of one analysis entry read from elsewhere (a bundle): the series' tables are tens of kB.
+MAX_ANALYSIS_BYTES = 32 << 20
+_ANALYSIS_NAME = re.compile(r"^([0-9a-f]{16})-([0-9a-f]{32})\.json$")
 #: Column dtypes a stored table may have (anything else is computed every time).
 _TABLE_DTYPES = ("float64", "int64", "bool", "object", "str")
 
@@ -683,9 +690,9 @@ def _analysis_cache_enabled(environ=os.environ) -> bool:
     return value == "on"
 
 
-def analysis_folder() -> Path:
-    """Where analyses are kept: ``analyses/`` inside the run cache."""
-    return locations.runs_dir() / ANALYSIS_FOLDER
+def analysis_folder(root: Path | None = None) -> Path:
+    """Where analyses are kept: ``analyses/`` inside the run cache (``root``, default the user's)."""
+    return (Path(root) if root else locations.runs_dir()) / ANALYSIS_FOLDER
 
 
 def _library_hash() -> str:
@@ -823,12 +830,20 @@ def _analysis_path(k: str) -> Path:
     return analysis_folder() / f"{_code_hash()[:16]}-{k[:32]}.json"
 
 
+def _checked_table(entry, k: str) -> pd.DataFrame:
+    """The table of an analysis entry whose format, key ``k`` and checksum match; raises otherwise."""
+    if not isinstance(entry, dict) or entry.get("format") != ANALYSIS_FORMAT or entry.get("key") != k:
+        raise ValueError("format or key does not match")
+    if entry.get("sha256") != _table_checksum(entry["table"]):
+        raise ValueError("the table does not match its checksum (damaged or altered)")
+    if any(column["dtype"] not in _TABLE_DTYPES for column in entry["table"]["columns"]):
+        raise ValueError("a column has a dtype a stored table never has")
+    return decode_table(entry["table"])
+
+
 def _load_analysis(path: Path, k: str) -> pd.DataFrame | None:
     try:
-        entry = json.loads(path.read_text())
-        if entry.get("format") != ANALYSIS_FORMAT or entry.get("key") != k or entry.get("sha256") != _table_checksum(entry["table"]):
-            raise ValueError("checksum or key does not match")
-        return decode_table(entry["table"])
+        return _checked_table(json.loads(path.read_text()), k)
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError):
@@ -860,6 +875,59 @@ def _save_analysis(path: Path, k: str, label: str, stored: dict) -> None:
     for old in path.parent.glob("*.json"):   # entries of other library versions can never be served again
         if not old.name.startswith(prefix):
             _remove_analysis(old)
+
+
+def analysis_entries(root: Path | None = None) -> list[Path]:
+    """The analysis entry files of this library's code in a cache (``root``, default the user's), in name order."""
+    folder = analysis_folder(root)
+    names = sorted(p for p in folder.glob(f"{_code_hash()[:16]}-*.json")) if folder.is_dir() else []
+    return [p for p in names if _ANALYSIS_NAME.match(p.name) and p.is_file() and not p.is_symlink()]
+
+
+def check_analysis(path: Path) -> dict:
+    """An analysis entry file read from elsewhere, verified; raises ``CorruptEntry`` saying why.
+
+    The checks of an entry served here (JSON, format, the table's SHA-256 and dtypes), plus a size
+    bound (``MAX_ANALYSIS_BYTES``) and a name that matches the entry's code and key."""
+    path = Path(path)
+    name = _ANALYSIS_NAME.match(path.name)
+    try:
+        if not name:
+            raise ValueError("its name is not <16 hex>-<32 hex>.json")
+        if path.stat().st_size > MAX_ANALYSIS_BYTES:
+            raise ValueError(f"{path.stat().st_size:,} bytes, over the bound of {MAX_ANALYSIS_BYTES:,}")
+        entry = json.loads(path.read_bytes())
+        key, code = entry["key"], entry["code"]
+        if not all(isinstance(h, str) and re.fullmatch("[0-9a-f]{64}", h) for h in (key, code)):
+            raise ValueError("its key or code is not a SHA-256")
+        if (code[:16], key[:32]) != name.groups():
+            raise ValueError("its name does not match its code and key")
+        _checked_table(entry, key)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CorruptEntry(f"analysis {path.name} is not a valid analysis entry: {exc}") from None
+    return entry
+
+
+def store_analysis(path: Path, root: Path | None = None) -> str:
+    """Move a verified analysis entry file into the analyses folder of the cache ``root``, where it is staged.
+
+    A valid entry there is kept, an invalid one replaced, and an entry of other library code left
+    out (it could never be served). Returns ``"imported"``, ``"replaced"``, ``"present"`` or ``"other code"``."""
+    path = Path(path)
+    if check_analysis(path)["code"] != _code_hash():
+        return "other code"
+    local = analysis_folder(root) / path.name
+    outcome = "imported"
+    if local.exists():
+        try:
+            check_analysis(local)
+            return "present"
+        except (CorruptEntry, OSError):
+            outcome = "replaced"
+    local.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, 0o666 & ~locations.UMASK)
+    os.replace(path, local)
+    return outcome
 
 
 def cached_table(label: str, params: Mapping, runs: Iterable, compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:

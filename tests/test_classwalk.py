@@ -2,6 +2,7 @@
 changed, refuses to start on a used folder, and its record is what the course guide shows."""
 import json
 import os
+import re
 
 import nbformat
 import pytest
@@ -46,6 +47,15 @@ def test_cache_state_sees_a_new_entry_and_a_rewritten_file(tmp_path):
     assert classwalk.cache_state(tmp_path / "missing") == {}
 
 
+def test_the_class_run_tells_run_files_from_analyses(tmp_path):
+    (tmp_path / "0123456789abcdef0123").mkdir()
+    (tmp_path / "0123456789abcdef0123" / "run.pt").write_bytes(b"run")
+    (tmp_path / "analyses").mkdir()
+    (tmp_path / "analyses" / "a-b.json").write_text("{}")
+    run_files, tables = classwalk._split(classwalk.cache_state(tmp_path))
+    assert set(run_files) == {"0123456789abcdef0123/run.pt"} and set(tables) == {"analyses/a-b.json"}
+
+
 def test_the_walk_refuses_a_used_folder_and_an_unknown_notebook_before_running_anything(tmp_path):
     (tmp_path / "left-over").write_text("x")
     with pytest.raises(files.Refusal, match="not empty"):
@@ -70,10 +80,12 @@ def test_the_course_guide_shows_the_recorded_walk():
         named = [s["name"] for s in record["steps"]]
         assert named[0].startswith("teacher: run") and named[-1].startswith("class machine: run")
         assert "0 trained" in record["steps"][-1]["detail"]
+        assert "analyses added" in record["steps"][-1]["detail"]
         assert set(record["class_notebook_seconds"]) == set(record["notebooks"])
         # the bundle a class reads is readable by everyone
         export = next(s for s in record["steps"] if "export" in s["name"])
         assert export["detail"].endswith("-rw-r--r--")
+        assert re.search(r"entries and [1-9]\d* analyses", export["detail"]), "the bundle carries the tables"
 
 
 def test_the_table_of_a_record_quotes_its_numbers():
@@ -86,6 +98,8 @@ def test_the_table_of_a_record_quotes_its_numbers():
     assert "| teacher: run | `c` | 1,234 | 7 runs trained |" in text
     assert "| class machine: run | `d` | 20 | — |" in text
     assert "01 10 s" in text and "abc1234" in text and "1.0, 1.1, 1.2 at the end" in text
+    # 20.0 s of 1,234.4 s is 1.6 %: the class run's share of the run from an empty cache
+    assert "ran in 2% of its time from an empty run cache (20 s against 1,234 s)" in text
     assert classwalk.table(None).startswith("No walk recorded yet")
 
 

@@ -7,29 +7,41 @@ server points ``DLGN_RUNS_DIR`` at a shared read-only folder the bundle was impo
     python -m dlgn_lib.runs import course.tar.gz [--into DIR] [--sha256 HEX]
 
 A bundle is a gzipped tar of entry folders (``<key>/manifest.json``, ``<key>/run.pt``, exactly as
-in the cache) and ``bundle.json`` (what it holds). Export writes it atomically (a temporary file
+in the cache), the analysis entries of this library's code (``analyses/<code>-<key>.json``: the
+tables measured on the runs, ``runs.cached_table``, every one in the cache whatever the runs
+selected; small JSON files) and ``bundle.json`` (what it holds). With them a class machine of the
+same code and numeric environment (code path, thread count, versions) serves the notebooks'
+tables instead of measuring the runs again. Export writes it atomically (a temporary file
 beside it, fsync, rename) and, beside it, ``<bundle>.sha256``: its SHA-256 in ``sha256sum``'s
 format (``HEX  NAME``). Import trusts nothing in it:
 
 - members other than those files and their folders are refused before anything is written:
-  absolute paths, ``..``, links, devices, anything else (a crafted tar is a classic attack);
+  absolute paths, ``..``, links, devices, an analysis not named ``analyses/<16 hex>-<32 hex>.json``,
+  anything else (a crafted tar is a classic attack);
 - the work is bounded before anything is written: the member list is read first and refused past
-  ``MAX_MEMBERS`` (``MAX_ENTRIES`` entries), sparse members are refused, the sizes in the members'
-  headers must stay under ``MAX_MEMBER_BYTES`` each and ``MAX_BUNDLE_BYTES`` in all and fit the free
-  space of the target; members are staged in the bundle's own order (one pass over the file), and
-  each ``run.pt`` is hashed while it streams and stops at the first byte past its header's size;
+  ``MAX_MEMBERS`` (``MAX_ENTRIES`` entries) and ``MAX_ANALYSES`` analyses, sparse members are
+  refused, the sizes in the members' headers must stay under ``MAX_MEMBER_BYTES`` each (an analysis
+  ``runs.MAX_ANALYSIS_BYTES``) and ``MAX_BUNDLE_BYTES`` in all and fit the free space of the target;
+  members are staged in the bundle's own order (one pass over the file), and each ``run.pt`` is
+  hashed while it streams and stops at the first byte past its header's size;
 - every entry is verified as the cache verifies its own (checksum, layout, key recomputed from
   the config, so an entry of another code version or numeric code path is refused, naming it) in a
   temporary folder; one bad entry refuses the whole bundle: nothing is imported, and the
   temporary folder is removed;
-- a valid local entry is never replaced (it is reported as present); a corrupt one is.
+- every analysis is verified as the cache verifies its own before serving it (valid JSON of the
+  analysis format, key and code matching its name, the table's SHA-256), and a bad one refuses the
+  bundle whole like a bad entry; nothing in it is unpickled or run. One of other library code is
+  left out (it could never be served here) and counted;
+- a valid local entry or analysis is never replaced (it is reported as present); a corrupt one is.
+  Each moves in whole, by rename.
 
 What the checksums can promise. The SHA-256 of each ``run.pt`` inside the bundle (in its manifest)
-catches damage: a truncated download, a flipped bit. It cannot catch tampering: whoever changes a
-run can recompute that checksum. A checksum published beside the bundle by someone you trust (the
-teacher's course page, say) can: ``import --sha256 HEX`` refuses a bundle whose SHA-256 differs.
-Without ``--sha256``, import checks the bundle against its ``<bundle>.sha256`` file when one lies
-beside it, which catches a damaged or swapped bundle but not a tamperer who replaced both files.
+catches damage: a truncated download, a flipped bit; so does the SHA-256 of each analysis's table.
+It cannot catch tampering: whoever changes a run or a table can recompute that checksum. A
+checksum published beside the bundle by someone you trust (the teacher's course page, say) can:
+``import --sha256 HEX`` refuses a bundle whose SHA-256 differs. Without ``--sha256``, import checks
+the bundle against its ``<bundle>.sha256`` file when one lies beside it, which catches a damaged
+or swapped bundle but not a tamperer who replaced both files.
 """
 from __future__ import annotations
 
@@ -55,7 +67,8 @@ __all__ = ["main"]
 
 BUNDLE_FORMAT = 1
 _ENTRY_NAME = re.compile(r"^[0-9a-f]{20}$")
-_MEMBER = re.compile(r"^(bundle\.json|[0-9a-f]{20}|[0-9a-f]{20}/(run\.pt|manifest\.json))$")
+_MEMBER = re.compile(r"^(bundle\.json|[0-9a-f]{20}|[0-9a-f]{20}/(run\.pt|manifest\.json)"
+                     r"|analyses|analyses/[0-9a-f]{16}-[0-9a-f]{32}\.json)$")
 ENTRY_FILES = ("manifest.json", "run.pt")
 #: Bounds of one import: a run.pt of the full profile is a few MB; a class bundle a few hundred.
 MAX_MEMBER_BYTES = 1 << 30          # 1 GiB
@@ -65,6 +78,8 @@ MAX_MANIFEST_BYTES = 1 << 20        # 1 MiB
 MAX_ENTRIES = 5_000
 #: Members of one bundle: a folder and two files per entry, and bundle.json.
 MAX_MEMBERS = 3 * MAX_ENTRIES + 1
+#: Analyses of one bundle (members ``analyses/…``, counted apart): the series' quick profile has a few dozen.
+MAX_ANALYSES = 20_000
 _CHUNK = 1 << 20
 _READ_ERRORS = (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile)
 
@@ -79,10 +94,15 @@ class ImportReport:
     imported: list[str] = field(default_factory=list)
     present: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
+    #: Analysis file names by outcome: "imported", "replaced", "present", "other code" (``runs.store_analysis``).
+    analyses: dict[str, list[str]] = field(default_factory=dict)
 
     def text(self) -> str:
+        counts = {k: len(v) for k, v in self.analyses.items()}
+        other = f", {counts['other code']} of other library code left out" if counts.get("other code") else ""
         return (f"imported {len(self.imported)} entries, {len(self.replaced)} corrupt local entries replaced, "
-                f"{len(self.present)} already present (kept)")
+                f"{len(self.present)} already present (kept); imported {counts.get('imported', 0)} analyses, "
+                f"{counts.get('replaced', 0)} replaced, {counts.get('present', 0)} already present{other}")
 
 
 def _shown(path: Path | str) -> str:
@@ -122,7 +142,7 @@ def export(file: Path | str, *, profile: str | None = None, notebook: str | None
         raise BundleError(f"{_shown(file)} is a folder; name the bundle's file, such as "
                           f"{_shown(file / 'course.tar.gz')}")
     files.writable_folder(file.parent)
-    chosen, skipped = [], []
+    chosen, skipped, analyses = [], [], []
     for folder in runs.entry_folders(root):
         try:
             manifest = runs.verify_entry(folder)
@@ -131,11 +151,18 @@ def export(file: Path | str, *, profile: str | None = None, notebook: str | None
             continue
         if _selected(manifest, profile, notebook):
             chosen.append(folder)
+    for path in runs.analysis_entries(root):
+        try:
+            runs.check_analysis(path)
+            analyses.append(path)
+        except runs.CorruptEntry as exc:
+            skipped.append(str(exc))
     if not chosen:
         what = " and ".join(x for x in (profile and f"profile {profile}", notebook and f"notebook {notebook}") if x)
         raise BundleError(f"no valid entries to export from {root}" + (f" for {what}" if what else ""))
     about = {"format": BUNDLE_FORMAT, "dlgn_lib": __version__, "code_version": _config.CODE_VERSION,
-             "entries": [f.name for f in chosen], "profile": profile, "notebook": notebook}
+             "entries": [f.name for f in chosen], "analyses": [p.name for p in analyses], "profile": profile,
+             "notebook": notebook}
     runs.remove_stale_temporaries(file.parent, kind="export")   # left by an export that was killed
     tmp = None
     try:
@@ -149,6 +176,8 @@ def export(file: Path | str, *, profile: str | None = None, notebook: str | None
                 for folder in chosen:
                     for name in ENTRY_FILES:
                         tar.add(folder / name, arcname=f"{folder.name}/{name}", recursive=False)
+                for path in analyses:
+                    tar.add(path, arcname=f"{runs.ANALYSIS_FOLDER}/{path.name}", recursive=False)
             raw.flush()
             os.fsync(raw.fileno())
         os.chmod(tmp, 0o666 & ~locations.UMASK)   # mkstemp makes it 0600; a bundle is for a class to read
@@ -165,6 +194,10 @@ def export(file: Path | str, *, profile: str | None = None, notebook: str | None
     return [f.name for f in chosen]
 
 
+def _is_analysis(name: str) -> bool:
+    return name.startswith(runs.ANALYSIS_FOLDER + "/")
+
+
 def _check_member(member: tarfile.TarInfo) -> None:
     name = member.name
     if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
@@ -176,7 +209,7 @@ def _check_member(member: tarfile.TarInfo) -> None:
         raise BundleError(f"member {name!r} is {kind}; a bundle holds plain files and folders only")
     if not _MEMBER.match(name.rstrip("/")):
         raise BundleError(f"member {name!r} is not part of a run bundle (expected <key>/manifest.json, "
-                          "<key>/run.pt or bundle.json)")
+                          "<key>/run.pt, analyses/<16 hex>-<32 hex>.json or bundle.json)")
     if member.isdir() == name.rstrip("/").endswith((".pt", ".json")):
         raise BundleError(f"member {name!r} has the wrong type")
 
@@ -195,10 +228,15 @@ def _open(file: Path) -> tarfile.TarFile:
 def _members(tar: tarfile.TarFile, file: Path) -> list[tarfile.TarInfo]:
     """The bundle's file members, in its order; each header checked as it is read, and the list
     refused past ``MAX_MEMBERS`` without reading further."""
-    members = []
+    members, analyses = [], 0
     try:
         for member in tar:
-            if len(members) == MAX_MEMBERS:
+            if member.name.rstrip("/").startswith(runs.ANALYSIS_FOLDER):
+                analyses += 1
+                if analyses > MAX_ANALYSES + 1:
+                    raise BundleError(f"{_shown(file)} holds more than {MAX_ANALYSES:,} analyses, over the bound of a "
+                                      "run bundle; refused before anything was written")
+            elif len(members) - analyses == MAX_MEMBERS:
                 raise BundleError(f"{_shown(file)} holds more than {MAX_MEMBERS:,} members, over the bound of a run "
                                   f"bundle ({MAX_MEMBERS:,}: {MAX_ENTRIES:,} entries); refused before anything "
                                   "was written")
@@ -213,7 +251,7 @@ def _entries(members: list[tarfile.TarInfo], file: Path) -> list[str]:
     """The entry keys of a bundle's file members, each with exactly ``ENTRY_FILES``."""
     have: dict[str, list[str]] = {}
     for member in members:
-        if "/" in member.name:
+        if "/" in member.name and not _is_analysis(member.name):
             key, name = member.name.split("/")
             have.setdefault(key, []).append(name)
     if not have:
@@ -233,7 +271,8 @@ def _bounded(file: Path, members: list[tarfile.TarInfo], root: Path) -> int:
     for member in members:
         if member.issparse():
             raise BundleError(f"{file}: member {member.name} is a sparse file; a run bundle holds plain files only")
-        limit = MAX_MANIFEST_BYTES if not member.name.endswith(".pt") else MAX_MEMBER_BYTES
+        limit = (runs.MAX_ANALYSIS_BYTES if _is_analysis(member.name) else
+                 MAX_MEMBER_BYTES if member.name.endswith(".pt") else MAX_MANIFEST_BYTES)
         if member.size > limit:
             raise BundleError(f"{file}: member {member.name} claims {member.size:,} bytes, over the bound of "
                               f"{limit:,} for such a member; refused before anything was written")
@@ -290,12 +329,21 @@ def _copy_manifest(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, 
 
 
 def _stage(tar: tarfile.TarFile, members: list[tarfile.TarInfo], staging: Path, file: Path, root: Path) -> None:
-    """Copy the entry members into ``staging`` in the bundle's order (one pass over the file), each
-    ``run.pt`` checked against the checksum its manifest states."""
+    """Copy the entry and analysis members into ``staging`` in the bundle's order (one pass over the
+    file), each ``run.pt`` checked against the checksum its manifest states and each analysis verified."""
     stated, found = {}, {}
     for member in members:
         if "/" not in member.name:
             continue   # bundle.json
+        if _is_analysis(member.name):
+            target = staging / member.name
+            target.parent.mkdir(exist_ok=True)
+            _copy_member(tar, member, target, file, root)
+            try:
+                runs.check_analysis(target)
+            except runs.CorruptEntry as exc:
+                raise BundleError(f"{_shown(file)}: {exc}; the bundle is refused whole, nothing was imported") from None
+            continue
         key, name = member.name.split("/")
         if key not in stated and key not in found:
             (staging / key).mkdir()
@@ -374,6 +422,8 @@ def import_bundle(file: Path | str, into: Path | str | None = None, sha256: str 
                         report.imported.append(key)
                     runs.make_shareable(staging / key)
                     os.rename(staging / key, local)
+            for path in sorted((staging / runs.ANALYSIS_FOLDER).glob("*.json")):
+                report.analyses.setdefault(runs.store_analysis(path, root), []).append(path.name)
             return report
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -409,7 +459,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "export":
             keys = export(args.file, profile=args.profile, notebook=args.notebook)
-            print(f"wrote {len(keys)} entries to {args.file} (SHA-256 in {_checksum_file(args.file)})")
+            with _open(args.file) as tar:
+                analyses = len(json.loads(tar.extractfile("bundle.json").read())["analyses"])
+            print(f"wrote {len(keys)} entries and {analyses} analyses to {args.file} "
+                  f"(SHA-256 in {_checksum_file(args.file)})")
         else:
             report = import_bundle(args.file, args.into, args.sha256)
             print(report.text() + f" into {args.into or _shown(locations.runs_dir())}")

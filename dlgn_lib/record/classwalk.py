@@ -6,15 +6,18 @@ Starting after ``make venv data`` in a checkout, each step is timed:
 1. **teacher, train**: the class path (``slides.CLASS_PATH``) executed by the series runner with
    an empty run cache of its own, so its runs are trained;
 2. **teacher, export**: ``python -m dlgn_lib.runs export … --profile quick`` of that cache (the
-   bundle's size, entry count and file mode are kept);
+   bundle's size, entry and analysis counts and file mode are kept);
 3. **teacher, book** and **teacher, slides**: ``make book`` and ``make slides``, into the work folder;
 4. **class machine, import**: ``python -m dlgn_lib.runs import`` into a second, empty cache;
 5. **class machine, run**: the class path executed again, reading only the imported cache.
 
 Step 5 must train nothing: every notebook's run-cache summary lines say "0 trained", and the
-imported cache holds the same files, unchanged, before and after (a run trained there would add
-an entry). Any failure stops the walk with the step that failed and its output. Each step runs
-as a child process of this interpreter with ``DLGN_RUNS_DIR`` and ``DLGN_FIGURES_DIR`` set under
+imported cache holds the same run files, unchanged, before and after (a run trained there would add
+an entry). A table the bundle did not carry is measured there and added to the cache's analyses
+folder: the step says how many were added (0 when the bundle's analyses served every table), and
+the walk's table gives the class run's time as a share of the teacher's run from an empty cache.
+Any failure stops the walk with the step that failed and its output. Each step runs as a child
+process of this interpreter with ``DLGN_RUNS_DIR`` and ``DLGN_FIGURES_DIR`` set under
 the work folder (default: a new folder under the build folder), so the checkout's run cache,
 ``figures/`` and ``notebooks/`` are not touched.
 
@@ -173,10 +176,10 @@ def _walk(notebooks: list[str], workdir: Path, workers: int | None, say) -> dict
                       f"{sum(c['trained'] for c in trained.values())} runs trained, "
                       f"{sum(c['loaded'] for c in trained.values())} loaded"))
     seconds, _ = _run("teacher, export", [py, "-m", "dlgn_lib.runs", "export", str(bundle), "--profile", "quick"], env, say)
-    entries = len(json.loads(_bundle_about(bundle))["entries"])
+    about = json.loads(_bundle_about(bundle))
     steps.append(Step("teacher: export the runs as one bundle", "python -m dlgn_lib.runs export class-runs.tar.gz "
-                      "--profile quick", seconds,
-                      f"{entries} entries, {bundle.stat().st_size / 1e6:.1f} MB, {_mode(bundle)}"))
+                      "--profile quick", seconds, f"{len(about['entries'])} entries and {len(about['analyses'])} "
+                      f"analyses, {bundle.stat().st_size / 1e6:.1f} MB, {_mode(bundle)}"))
     seconds, _ = _run("teacher, book", [py, "docs/book/build.py", str(workdir / "book")], env, say)
     steps.append(Step("teacher: build the book", "make book", seconds))
     seconds, _ = _run("teacher, slides", [py, "-m", "dlgn_lib.record.slides", "--out", str(workdir / "slides")], env, say)
@@ -187,12 +190,13 @@ def _walk(notebooks: list[str], workdir: Path, workers: int | None, say) -> dict
 
     env = {**base, "DLGN_RUNS_DIR": str(klass)}
     seconds, _ = _run("class, import", [py, "-m", "dlgn_lib.runs", "import", str(bundle)], env, say)
-    before = cache_state(klass)
+    before, tables = _split(cache_state(klass))
     steps.append(Step("class machine: import the bundle into an empty run cache",
-                      "python -m dlgn_lib.runs import class-runs.tar.gz", seconds, f"{len(before)} files"))
+                      "python -m dlgn_lib.runs import class-runs.tar.gz", seconds,
+                      f"{len(before)} run files, {len(tables)} analyses"))
     seconds, _ = _run("class, run", series + ["--output", str(workdir / "class-notebooks")], env, say)
     counts = _counts(workdir / "class-notebooks", notebooks)
-    after = cache_state(klass)
+    after, measured = _split(cache_state(klass))
     if after != before or any(c["trained"] for c in counts.values()):
         changed = sorted(set(after.items()) ^ set(before.items()))
         raise WalkFailed("step 'class, run' trained or wrote runs although the bundle holds them: "
@@ -200,7 +204,7 @@ def _walk(notebooks: list[str], workdir: Path, workers: int | None, say) -> dict
     steps.append(Step("class machine: run the class path from the imported cache",
                       "python -m dlgn_lib.record.series run --only " + " ".join(notebooks), seconds,
                       f"{sum(c['loaded'] for c in counts.values())} runs loaded, 0 trained; the cache's "
-                      f"{len(after)} files unchanged"))
+                      f"{len(after)} run files unchanged; {len(set(measured) - set(tables))} analyses added"))
     per_notebook = {nb: round(_seconds(workdir / "class-notebooks", nb), 1) for nb in notebooks}
     info = provenance.machine()
     return {
@@ -216,6 +220,13 @@ def _walk(notebooks: list[str], workdir: Path, workers: int | None, say) -> dict
         "steps": [vars(s) | {"seconds": round(s.seconds, 1)} for s in steps],
         "class_notebook_seconds": per_notebook,
     }
+
+
+def _split(state: dict) -> tuple[dict, dict]:
+    """A cache's files (``cache_state``): those of its runs, and those of its analyses folder."""
+    from ..runs import ANALYSIS_FOLDER
+    tables = {path: v for path, v in state.items() if path.startswith(ANALYSIS_FOLDER + "/")}
+    return {path: v for path, v in state.items() if path not in tables}, tables
 
 
 def checkout_state() -> str:
@@ -265,8 +276,12 @@ def table(record: dict | None) -> str:
     rows += [f"| {s['name']} | `{s['command']}` | {s['seconds']:,.0f} | {s['detail'] or '—'} |" for s in record["steps"]]
     each = ", ".join(f"{nb} {s:,.0f} s" for nb, s in record["class_notebook_seconds"].items())
     workers = f"{record['workers']} worker(s)" if record.get("workers") else "the runner's default workers"
+    empty, imported = (next(s["seconds"] for s in record["steps"] if s["name"].startswith(who))
+                       for who in ("teacher: run", "class machine: run"))
     return "\n".join(rows + [
         "",
+        f"From the imported bundle the class path ran in {imported / empty:.0%} of its time from an empty run cache "
+        f"({imported:,.0f} s against {empty:,.0f} s). "
         f"On the class machine each notebook took (its cells' time): {each}. Walked on {record['date']} in "
         f"{record.get('checkout', 'a checkout')} at code {record['code_version']}, {record['machine']}, {record['cores']} cores, {record['numerics']} code path, "
         f"{workers}; load average (1, 5, 15 min) {record['load_average']['start']} at the start, "
