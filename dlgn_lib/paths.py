@@ -22,10 +22,10 @@ import torch
 from .models import DLGN, DeepLinearNet, GatedNet, ReLUNet
 
 __all__ = ["activation_regions_grid", "box_polygon", "chunk_size", "clip_halfplane", "count_nonempty_regions",
-           "count_regions", "effective_hyperplanes", "gate_pattern_cells_2d", "in_active_path_region",
-           "local_hyperplanes", "path_arc", "path_gate_mean", "path_gates", "path_region_polygon",
-           "path_regions_2d", "path_sum", "path_values", "polygon_area", "region_boundary_angles", "top_paths",
-           "unit_hyperplanes"]
+           "count_regions", "effective_hyperplanes", "gate_pattern_cells_2d", "half_space_gates",
+           "in_active_path_region", "local_hyperplanes", "path_arc", "path_gate_mean", "path_gates",
+           "path_region_polygon", "path_regions_2d", "path_sum", "path_values", "polygon_area",
+           "region_boundary_angles", "top_paths", "unit_hyperplanes"]
 
 MAX_ENTRIES = 20_000_000  # largest enumerated tensor (160 MB in float64)
 TWO_PI = 2.0 * math.pi
@@ -103,9 +103,21 @@ def path_gate_mean(model: GatedNet, x: torch.Tensor, hard: bool = True,
     each active path region. Inputs go in chunks, so any number of them fits in memory."""
     total = None
     for xs in torch.split(x, chunk_size(model, max_entries=max_entries)):
-        part = path_gates(model, xs, hard, max_entries).sum(0, dtype=torch.float64)
+        part = (_hard_path_gate_sums(model.gates(xs, hard=True)).reshape(model.widths) if hard
+                else path_gates(model, xs, hard, max_entries).sum(0, dtype=torch.float64))
         total = part if total is None else total + part
     return (total / x.shape[0]).to(x.dtype)
+
+
+def _hard_path_gate_sums(gates: list[torch.Tensor]) -> torch.Tensor:
+    """``Σ_n Π_ℓ G^ℓ_{n, i_ℓ}`` for every path, flat and float64: the products over all layers but
+    the last, then one matrix product with the last. With 0/1 gates every sum is a whole number
+    below 2^53, so it is exact whatever the order of the additions (``path_gates(…).sum(0)``)."""
+    gates = [g.double() for g in gates]
+    head = gates[0]
+    for g in gates[1:-1]:
+        head = (head.unsqueeze(2) * g.unsqueeze(1)).flatten(1)
+    return head.sum(0) if len(gates) == 1 else (head.T @ gates[-1]).flatten()
 
 
 @torch.no_grad()
@@ -216,6 +228,13 @@ def unit_hyperplanes(V: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, to
     norm = V.norm(dim=1)
     scale = torch.where(norm > 0, norm, torch.ones_like(norm))
     return V / scale.unsqueeze(1), c / scale
+
+
+@torch.no_grad()
+def half_space_gates(model: GatedNet, x: torch.Tensor) -> list[torch.Tensor]:
+    """Per layer, every unit's half-space test ``V^ℓ x + c^ℓ ≥ 0`` from the effective hyperplanes
+    alone, bool (N, m_ℓ): for a DLGN, its hard gates without the gating network (claim C3)."""
+    return [(x @ V.T + c) >= 0 for V, c in effective_hyperplanes(model)]
 
 
 @torch.no_grad()
@@ -333,8 +352,11 @@ def gate_pattern_cells_2d(model: GatedNet, box=DEFAULT_BOX) -> dict[tuple[int, .
 
     A pattern has one 0/1 entry per neuron, layer by layer (as in ``gate_patterns``); its cell is the
     intersection over neurons of the half-space (1) or its complement (0). The cells tile the box.
+    The complement ``η < 0`` is clipped as ``-η ≥ 0`` (its line has area 0), except where η is 0
+    everywhere (a zero row and bias): that gate is always on, and its complement is empty.
     """
-    choices = [[(-a, -c), (a, c)] for V, cs in _planes_2d(model) for a, c in zip(V, cs)]
+    choices = [[(-a, -c) if a.any() or c != 0 else (a, -1.0), (a, c)]
+               for V, cs in _planes_2d(model) for a, c in zip(V, cs)]
     out: dict = {}
     _clip_tree(box_polygon(box), choices, (), out, _min_area(box))
     return out

@@ -112,6 +112,33 @@ def test_top_paths_and_gate_means_in_chunks_equal_one_pass(value_input):
         paths.path_gates(model, x, max_entries=1000)
 
 
+def relu_with_biases(seed=1):
+    torch.manual_seed(seed)
+    model = models.ReLUNet(2, (6, 5, 4)).double()
+    for layer in model.layers:
+        torch.nn.init.normal_(layer.bias, std=0.5)
+    return model
+
+
+@pytest.mark.parametrize("make", [lambda: dlgn(2, (3, 4, 2)), lambda: dlgn(3, (5,)),
+                                  lambda: dlgn(2, (2, 3, 2, 3), seed=5), relu_with_biases,
+                                  lambda: models.DeepLinearNet(2, (3, 2)).double()],
+                         ids=["dlgn", "one layer", "four layers", "relu", "dln"])
+def test_hard_gate_means_are_the_path_gate_means_to_the_bit(make):
+    """The hard branch contracts the layers' 0/1 gates instead of enumerating the paths: the counts
+    are whole numbers, so they equal the enumerated ones exactly, in chunks or not, float32 or 64."""
+    model = make()
+    x = torch.randn(700, model.in_dim, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    for xs in (x, x.float()):
+        counts = paths.path_gates(model.to(xs.dtype), xs, hard=True).sum(0, dtype=torch.float64)
+        want = (counts / len(xs)).to(xs.dtype)
+        assert torch.equal(paths.path_gate_mean(model, xs, hard=True), want)
+        assert torch.equal(paths.path_gate_mean(model, xs, hard=True, max_entries=100), want)
+        assert want.sum() > 0
+    model = model.double()
+    soft = paths.path_gate_mean(model, x, hard=False)    # the soft branch enumerates, as before
+    assert torch.allclose(soft, paths.path_gates(model, x, hard=False).mean(0), rtol=1e-14, atol=0)
+
 def test_enumeration_refuses_big_nets_and_biased_relu():
     with pytest.raises(ValueError, match="max_entries"):
         paths.path_gates(dlgn(2, (5, 5, 4)), torch.zeros(20, 2, dtype=torch.float64), max_entries=1999)
@@ -132,6 +159,18 @@ def test_half_space_membership_equals_the_hard_path_gate(shallow):
     gates = paths.path_gates(model, x, hard=True)
     for path in itertools.product(*map(range, model.widths)):
         assert torch.equal(paths.in_active_path_region(model, x, path), gates[(slice(None), *path)] > 0)
+
+
+@pytest.mark.parametrize("shallow", [False, True])
+def test_half_space_gates_are_each_unit_s_half_space_test_and_the_hard_gates(shallow):
+    model = dlgn(3, (5, 4, 3), shallow=shallow)
+    x = torch.randn(400, 3, dtype=torch.float64)
+    half = paths.half_space_gates(model, x)
+    assert [h.shape for h in half] == [(400, m) for m in model.widths] and all(h.dtype == torch.bool for h in half)
+    for layer, (h, (V, c)) in enumerate(zip(half, model.effective_hyperplanes())):
+        for i in range(model.widths[layer]):
+            assert torch.equal(h[:, i], (x @ V[i] + c[i]) >= 0)    # the path-by-path test's own product
+    assert all(torch.equal(h, g > 0) for h, g in zip(half, model.gates(x, hard=True)))
 
 
 def test_first_layer_of_relu_and_dln_gates_are_half_spaces():
@@ -209,6 +248,21 @@ def test_gate_pattern_cells_tile_the_box_and_match_a_dense_grid():
     # Cells missed by the grid are slivers: too thin to hold a grid point.
     assert all(paths.polygon_area(cells[p]) < 20 * h for p in set(cells) - seen)
     assert paths.count_regions(model, grid) == len(seen) >= 10
+
+
+def test_a_gate_that_is_on_everywhere_has_no_complement_cell():
+    """A unit with zero weights and zero bias has η = 0 everywhere, so its gate 1(η ≥ 0) is always on:
+    each cell has it on, and the cells still tile the box (once, not twice)."""
+    box = (-1.0, 1.0, -1.0, 1.0)
+    model = dlgn(2, (3, 2), seed=2)
+    with torch.no_grad():
+        model.gating[0].weight[1] = 0.0
+        model.gating[0].bias[1] = 0.0
+    cells = paths.gate_pattern_cells_2d(model, box)
+    assert all(pattern[1] == 1 for pattern in cells)
+    assert sum(map(paths.polygon_area, cells.values())) == pytest.approx(4.0, abs=1e-12)
+    x = torch.from_numpy(uniform_in_box(2000, box, seed=1))
+    assert {tuple(row) for row in torch.cat(model.gates(x, hard=True), dim=1).int().tolist()} <= set(cells)
 
 
 def test_activation_region_ids_group_points_by_gate_pattern():

@@ -185,6 +185,125 @@ def test_gate_pattern_cells_tile_the_box():
     assert planes.tiling_error(model, (-2.0, 2.0, -1.0, 1.0)) < 1e-12
 
 
+
+# The batched checks against the path-by-path reference (dlgn_lib/studies/_reference_regions.py, the
+# code as first written): the same counts exactly, the same area z and tiling error to float64 rounding.
+
+class ShiftedGatesDLGN(models.DLGN):
+    """A DLGN whose gating network opens the gates of layer ``layer`` where η ≥ −shift (strictly
+    η > 0 for shift 0): its path gates leave the half-spaces near those lines."""
+    layer, shift = 1, 0.3
+
+    def gates(self, x, hard=True):
+        etas = self.gate_preactivations(x)
+        return [(eta > 0 if self.shift == 0 else eta >= -self.shift).to(x.dtype) if k == self.layer
+                else (eta >= 0).to(x.dtype) for k, eta in enumerate(etas)]
+
+
+def random_dlgn(seed, widths, cls=models.DLGN):
+    torch.manual_seed(seed)
+    model = cls(2, widths, 1, gate_bias=True).double()
+    for layer in model.gating:
+        torch.nn.init.normal_(layer.bias, std=0.7)
+    return model
+
+
+def set_gating(model, weights, biases):
+    with torch.no_grad():
+        for layer, w, b in zip(model.gating, weights, biases):
+            layer.weight.copy_(torch.tensor(w, dtype=torch.float64))
+            layer.bias.copy_(torch.tensor(b, dtype=torch.float64))
+    return model
+
+
+def parallel_dlgn(cls=models.DLGN):
+    """Every hyperplane parallel (layer 1 of rank 1, so every later layer too), one zero row (its
+    gate always on) and one unit always off."""
+    return set_gating(cls(2, (4, 3), 1, gate_bias=True).double(),
+                      [[[1.0, 2.0], [-2.0, -4.0], [0.0, 0.0], [0.5, 1.0]],
+                       [[1.0, 0.5, 0.0, -1.0], [0.0, 0.0, 0.0, 0.0], [0.3, -0.2, 0.0, 0.9]]],
+                      [[0.3, 1.0, 0.0, -0.2], [0.1, -1.0, 0.25]])
+
+
+def lattice_dlgn(cls=models.DLGN):
+    """Lines through points of the lattice of quarters, with products exact in float64: the gating
+    network and the effective hyperplanes give η = 0 exactly on them."""
+    return set_gating(cls(2, (3, 2, 2), 1, gate_bias=True).double(),
+                      [[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1.0, -1.0, 0.5], [0.0, 2.0, -1.0]],
+                       [[1.0, 1.0], [-1.0, 0.5]]],
+                      [[-0.5, 0.25, 0.0], [0.25, 0.0], [0.0, -0.5]])
+
+
+def points(n, box, seed):
+    lo, hi = torch.tensor([box[0], box[2]]), torch.tensor([box[1], box[3]])
+    return (lo + (hi - lo) * torch.rand(n, 2, generator=torch.Generator().manual_seed(seed))).double()
+
+
+def lattice_points(box):
+    """Every point of the lattice of quarters in the box, many of them on the lattice net's lines."""
+    xs = torch.arange(box[0], box[1] + 0.125, 0.25, dtype=torch.float64)
+    return torch.cartesian_prod(xs, xs)
+
+
+REGION_NETS = {   # name -> the net, built as the class given (DLGN, or one whose gates lie)
+    "random 3 layers": lambda cls: random_dlgn(0, (5, 4, 3), cls),
+    "random 1 layer": lambda cls: random_dlgn(1, (6,), cls),
+    "random 4 layers": lambda cls: random_dlgn(4, (3, 2, 3, 2), cls),
+    "wide": lambda cls: random_dlgn(3, (8, 8, 8), cls),
+    "parallel lines": parallel_dlgn,
+    "lattice": lattice_dlgn,
+}
+
+
+@pytest.mark.parametrize("name", list(REGION_NETS))
+def test_batched_region_checks_equal_the_path_by_path_reference(name):
+    from dlgn_lib.studies import _reference_regions as reference
+    box = (-1.5, 1.5, -1.5, 1.5)
+    honest = REGION_NETS[name](models.DLGN)
+    x = torch.cat([points(3000, box, 7), lattice_points(box)])
+    if name == "lattice":   # points exactly on a line: η = 0, the gate is on
+        assert (honest.gate_preactivations(x)[0] == 0).any(1).sum() >= 30
+    liars = []
+    for layer, shift in ((0, 0.3), (honest.depth - 1, 0.0), (0, 0.0)):
+        liar = REGION_NETS[name](ShiftedGatesDLGN)
+        liar.layer, liar.shift = layer, shift
+        liars.append(liar)
+    for nets in ([honest], liars, [honest, *liars, honest]):
+        want = reference.half_space_disagreements(nets, x)
+        assert planes.half_space_disagreements(nets, x) == want
+    assert reference.half_space_disagreements([honest], x) == 0 < reference.half_space_disagreements(liars, x)
+    if name == "lattice":   # strict gates (η > 0) differ exactly on the lines
+        assert reference.half_space_disagreements(liars[2:], x) > 0
+    for model in (honest, liars[0]):
+        for xs in (x, x[:997]):
+            assert planes.worst_area_z(model, xs, box) == pytest.approx(reference.worst_area_z(model, xs, box),
+                                                                        rel=1e-12, abs=1e-12)
+    assert planes.tiling_error(honest, box) == reference.tiling_error(honest, box) < 1e-12
+
+
+def test_region_checks_of_a_run_equal_the_reference():
+    from dlgn_lib.studies import _reference_regions as reference
+    box = (-2.0, 2.0, -2.0, 2.0)
+    snapshots = [random_dlgn(seed, (4, 4, 3)) for seed in range(3)] + [parallel_dlgn(ShiftedGatesDLGN)]
+    run = SimpleNamespace(epochs=[0, 3, 9, 27], config=SimpleNamespace(seed=11),
+                          model_at=lambda e=None: snapshots[[0, 3, 9, 27].index(27 if e is None else e)])
+    x_uniform, x_data = points(4000, box, 1), torch.cat([points(300, box, 2), lattice_points(box)])
+    got, want = (module.region_checks(run, x_uniform, x_data, box) for module in (planes, reference))
+    assert got.keys() == want.keys() and want["disagreements"] > 0
+    counts = ("seed", "snapshots", "disagreements")
+    assert [got[k] for k in counts] == [want[k] for k in counts]
+    assert got["worst area z"] == pytest.approx(want["worst area z"], rel=1e-12)
+    assert got["tiling error"] == pytest.approx(want["tiling error"], rel=1e-12, abs=1e-15)
+
+
+
+def test_the_bench_times_both_versions_on_the_same_values():
+    from dlgn_lib.record import bench
+    row, line = bench._region_checks(bench.MODES["tiny"], say=lambda *_: None)
+    assert row.name.startswith("03's region checks, one seed (DLGN 4-3-3, 3 snapshots, 560 points)")
+    assert len(row.values) == 1 and math.isfinite(row.values[0]) and row.values[0] > 0
+    assert row.note == "" and line.endswith("the same values: yes")
+
 # --------------------------------------------------------------------------- 00: soft and hard gates
 
 def threshold_dlgn():

@@ -11,9 +11,10 @@ validation accuracy after every epoch) through the package's trainer (``fused.tr
 against a plain PyTorch loop, for one seed and for 16 seeds, with the achieved FLOP rates and the
 peak memory of the 16-seed run; DLGN and DLGN-SF training step against a ReLU step (fully
 connected, Fashion-MNIST shapes); 16 circle-data seeds trained together against one by one
-(``train.train``); the overlap kernel's FLOP rate; the training steps' FLOP rate; and, with
-``--series``, the wall time of the whole quick series from a cold and from a warm run cache. The
-table is saved to ``<build dir>/bench.txt``.
+(``train.train``); the overlap kernel's FLOP rate; the training steps' FLOP rate; notebook 03's
+region checks of one seed at its full sizes, path by path as first written against batched (timed
+once each); and, with ``--series``, the wall time of the whole quick series from a cold and from a
+warm run cache. The table is saved to ``<build dir>/bench.txt``.
 
 ``--record`` also writes the rows into ``docs/bench.json``, the record the README's Performance
 table is generated from (``python -m dlgn_lib.record.report write``). A row measured in this run replaces
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import platform
 import re
@@ -75,6 +77,8 @@ class Sizes:
     sd1_epochs: int = 20                   # epochs per timing (the protocol runs 1,501)
     sd1_seeds: int = 16
     sd1_protocol_epochs: int = 1501        # one whole protocol run per side, timed once
+    # 03's region checks, one seed: (widths, snapshots, uniform points, data points); None: 03's full sizes
+    region_sizes: tuple[tuple[int, ...], int, int, int] | None = None
     repeats: int = 5
     targets_apply: bool = True             # False at toy sizes: the targets are for the reconstruction's sizes
 
@@ -102,8 +106,8 @@ MODES = {
     "tiny": Sizes(fc_in=12, fc_widths=(8, 8), fc_classes=3, batch=16, steps=2, n_seeds=2, seed_widths=(4, 4),
                   seed_epochs=3, seed_n_train=16, seed_n_eval=16, seed_eval_every=1, kernel_n=64,
                   kernel_layers=2, kernel_width=8, matmul_n=64, sd1_n_total=400, sd1_widths=(6, 6),
-                  sd1_batch=20, sd1_epochs=2, sd1_seeds=2, sd1_protocol_epochs=3, repeats=1,
-                  targets_apply=False),
+                  sd1_batch=20, sd1_epochs=2, sd1_seeds=2, sd1_protocol_epochs=3,
+                  region_sizes=((4, 3, 3), 3, 500, 60), repeats=1, targets_apply=False),
 }
 SERIES_TARGETS = {"cold": 600.0, "warm": 120.0}   # seconds, reconstruction §6
 def _series_row_name(state: str) -> str:
@@ -457,6 +461,8 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
         rows.append(Row(f"pinned / native code path, time of: {work}", tuple(
             p[i] / n[i] for p, n in zip(numerics["pinned"], numerics["native"]))))
     med = {name: statistics.median(t) for name, t in times.items()}
+    region_row, region_line = _region_checks(sizes, say)
+    rows.append(region_row)
     reference = [
         f"matmul {sizes.matmul_n}² float32: {flops['matmul'] / med['matmul'] / 1e9:.1f} GFLOP/s (median)",
         "matmul FLOPs per training step (forward + backward): "
@@ -477,8 +483,49 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
         f"SD-I package step compiled: {'yes' if compiled else 'no'}; first runs (compiling, once per "
         f"process and shape): one seed {warmup['sd1 fused']:.1f} s, {n_sd1} seeds "
         f"{warmup[f'sd1 fused ×{n_sd1}']:.1f} s",
+        region_line,
     ]
     return rows, reference
+
+
+def _region_checks(sizes: Sizes, say=print) -> tuple[Row, str]:
+    """Notebook 03's region checks of one seed (``studies.planes.region_checks``) against the path-by-path
+    code they replaced (``studies._reference_regions``), one timing each after a warm-up. The snapshots
+    have random weights: the checks' cost does not depend on training."""
+    from types import SimpleNamespace
+
+    from .. import config
+    from ..plots.regions import BOX
+    from ..studies import _reference_regions, planes
+    full = config.NOTEBOOK_SIZES["03"]["full"]
+    widths, n_snapshots, n_check, n_data = sizes.region_sizes or (full["widths"], full["n_snapshots"],
+                                                                   full["n_check"], full["n"])
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        snapshots = [models.DLGN(2, widths, 1, gate_bias=True).double() for _ in range(n_snapshots)]
+        lo, hi = torch.tensor([BOX[0], BOX[2]]), torch.tensor([BOX[1], BOX[3]])
+        x_uniform, x_data = (lo + (hi - lo) * torch.rand(n, 2, dtype=torch.float64) for n in (n_check, n_data))
+    run = SimpleNamespace(epochs=list(range(n_snapshots)), config=SimpleNamespace(seed=0),
+                          model_at=lambda epoch=None: snapshots[-1 if epoch is None else epoch])
+    say("  03's region checks, one seed, path by path and batched (once each) …")
+    planes.region_checks(run, x_uniform, x_data, BOX)
+    seconds, values = {}, {}
+    for name, module in (("before", _reference_regions), ("after", planes)):
+        start = time.perf_counter()
+        values[name] = module.region_checks(run, x_uniform, x_data, BOX)
+        seconds[name] = time.perf_counter() - start
+    same = values["before"]["disagreements"] == values["after"]["disagreements"] and all(
+        math.isclose(values["before"][k], values["after"][k], rel_tol=1e-12, abs_tol=1e-15)
+        for k in ("worst area z", "tiling error"))
+    what = (f"DLGN {'-'.join(map(str, widths))}, {n_snapshots} snapshots, {n_check + n_data:,} points"
+            + (", 03's full sizes" if sizes.region_sizes is None else ""))
+    row = Row(f"03's region checks, one seed ({what}): before / after", (seconds["before"] / seconds["after"],),
+              note="" if same else f"the values differ: before {values['before']}, after {values['after']}")
+    seeds = full["n_seeds"]
+    line = (f"03's region checks, one seed ({what}): before {seconds['before']:.1f} s, after "
+            f"{seconds['after']:.2f} s; {seeds} seeds: about {seeds * seconds['before']:,.0f} s before, "
+            f"{seeds * seconds['after']:,.0f} s after; the same values: {'yes' if same else 'NO'}")
+    return row, line
 
 
 _SUMMARY_LINE = re.compile(r"^(\d\d)_\S+\.ipynb\s+(\S+)\s+([0-9.]+)\s")

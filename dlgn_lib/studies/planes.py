@@ -249,33 +249,52 @@ def partitions_at(runs, epoch, resolution: int = 200):
                                              a.dataset(), resolution=resolution)
 
 
+def _paths_inside(sets: list[torch.Tensor]) -> torch.Tensor:
+    """Per input, how many paths have each of their units in its layer's set (bool (N, m_ℓ) per
+    layer): the product over layers of the set sizes, int64 (N,)."""
+    count = sets[0].sum(1)
+    for units in sets[1:]:
+        count = count * units.sum(1)
+    return count
+
+
 @torch.no_grad()
 def half_space_disagreements(models, x: torch.Tensor) -> int:
     """Over the ``models`` (e.g. every snapshot of a run), the inputs ``x`` and every path: how
-    often the half-space test (``paths.in_active_path_region``, effective hyperplanes alone)
-    differs from the hard path gate computed by the gating network (claim C3: never)."""
+    often the half-space test (``paths.half_space_gates``, effective hyperplanes alone) differs
+    from the hard path gate computed by the gating network (claim C3: never).
+
+    No path is enumerated: at an input, the paths inside by the half-space test number
+    ``|H| = Π_ℓ |H^ℓ|`` (``H^ℓ`` the units of layer ℓ whose half-space holds), those open by the
+    gating network ``|G|`` alike, those open by both ``|H ∩ G| = Π_ℓ |H^ℓ ∩ G^ℓ|``; the two tests
+    differ on ``|H| + |G| − 2 |H ∩ G|`` paths. Hard gates are 0/1, so a path gate is on when each
+    of its units' gates is.
+    """
     disagreements = 0
     for model in models:
-        for xs in torch.split(x, paths.chunk_size(model)):             # chunks, so the gate tensor fits
-            gates = paths.path_gates(model, xs, hard=True) > 0         # (n, m1, …, mL) from the gating net
-            for path in np.ndindex(*model.widths):
-                disagreements += int((paths.in_active_path_region(model, xs, path) != gates[(slice(None), *path)]).sum())
+        for xs in torch.split(x, max(1, paths.MAX_ENTRIES // sum(model.widths))):
+            half = paths.half_space_gates(model, xs)
+            gate = [g > 0 for g in model.gates(xs, hard=True)]
+            both = [h & g for h, g in zip(half, gate)]
+            disagreements += int((_paths_inside(half) + _paths_inside(gate) - 2 * _paths_inside(both)).sum())
     return disagreements
 
 
 def worst_area_z(model, x_uniform: torch.Tensor, box) -> float:
     """The largest, over paths, distance between a path region's exact area share of ``box``
-    (``paths.path_region_polygon``) and the share of the uniform points ``x_uniform`` inside it,
-    in binomial standard errors (the variance floored at 1/n, for regions of area near 0 or 1)."""
+    (``paths.path_regions_2d``: the polygons of ``paths.path_region_polygon``, clipped once per
+    shared prefix) and the share of the uniform points ``x_uniform`` inside it
+    (``paths.path_gate_mean``), in binomial standard errors (the variance floored at 1/n, for
+    regions of area near 0 or 1)."""
     n = x_uniform.shape[0]
     box_area = paths.polygon_area(paths.box_polygon(box))
-    sampled = paths.path_gate_mean(model, x_uniform, hard=True)        # share of points in each region
-    worst = 0.0
-    for path in np.ndindex(*model.widths):
-        exact = paths.polygon_area(paths.path_region_polygon(model, path, box)) / box_area
-        se = math.sqrt(max(exact * (1 - exact), 1.0 / n) / n)
-        worst = max(worst, abs(exact - sampled[path].item()) / se)
-    return worst
+    sampled = paths.path_gate_mean(model, x_uniform, hard=True).cpu().numpy()   # share of points in each region
+    exact = np.zeros(model.widths)
+    for path, polygon in paths.path_regions_2d(model, box).items():       # empty regions: area 0
+        exact[path] = paths.polygon_area(polygon)
+    exact /= box_area
+    se = np.sqrt(np.maximum(exact * (1 - exact), 1.0 / n) / n)
+    return max(0.0, float((np.abs(exact - sampled) / se).max()))
 
 
 def tiling_error(model, box) -> float:
