@@ -16,7 +16,8 @@ CHEAP_ROWS = ("SD-I protocol (DLGN 6-6, batch 20, val every epoch), one seed, pa
               "pinned / native code path, time of: SD-I protocol", "pinned / native code path, time of: circle DLGN",
               "pinned / native code path, time of: FC",
               "cost of 2 seeds in one-seed runs: together / one seed (circle DLGN",
-              "cost of 2 seeds in one-seed runs: together / one seed (SD-I protocol")
+              "cost of 2 seeds in one-seed runs: together / one seed (SD-I protocol",
+              "03's region checks, one seed")
 SERIES_ROWS = ("quick series wall time, cold run cache", "quick series wall time, warm run cache")
 
 

@@ -522,7 +522,7 @@ def _region_checks(sizes: Sizes, say=print) -> tuple[Row, str]:
     row = Row(f"03's region checks, one seed ({what}): before / after", (seconds["before"] / seconds["after"],),
               note="" if same else f"the values differ: before {values['before']}, after {values['after']}")
     seeds = full["n_seeds"]
-    line = (f"03's region checks, one seed ({what}): before {seconds['before']:.1f} s, after "
+    line = (f"time of 03's region checks, one seed ({what}): before {seconds['before']:.1f} s, after "
             f"{seconds['after']:.2f} s; {seeds} seeds: about {seeds * seconds['before']:,.0f} s before, "
             f"{seeds * seconds['after']:,.0f} s after; the same values: {'yes' if same else 'NO'}")
     return row, line
