@@ -62,13 +62,15 @@ def _setup(notebook: str, namespace, *, show: bool = True):
     """A notebook's first step (``dlgn_lib.config.setup``: its parameters checked, its sizes
     returned), and what the record says about it handed to the verdict code
     (``dlgn_lib.verdict.use_record``): the package root sits above the record tools and the science,
-    so the science reads no record."""
+    so the science reads no record. In a kernel, figures are shown as compact PNGs
+    (``plots.show_compact_figures``)."""
     from . import config, plots, verdict
     from .record import full_results, reproduce
     cfg = config.setup(notebook, namespace, show=show)
     spread = reproduce.load_record()
     verdict.use_record(full_results.recorded_for(notebook, spread))
     plots.use_figure_tolerance(lambda nb, name: reproduce.figure_tolerance(spread, nb, name))
+    plots.show_compact_figures()
     return cfg
 
 

@@ -2,16 +2,18 @@
 generic slider panel (used by the primer's "build a DLGN by hand").
 
 A figure is rendered to PNG once per slider value and cached, so stepping back and forth is
-instant (the static twin's other frames are rendered as JPEGs only, their PNGs when first shown). The widget starts at the last epoch, so a notebook executed headlessly records the final
-state.
+instant (the static twin's other frames are rendered for the twin only, their live PNGs when first
+shown). The widget starts at the last epoch, so a notebook executed headlessly records the final
+state. Every image is an indexed PNG (``plots.compact_png``), so a saved notebook stays small.
 
 Every panel also carries a static twin for readers without a kernel (the rendered book): its
 display bundle holds, next to the widget view, a ``text/html`` fallback with frames of the epoch
 control pre-rendered (at most :data:`TWIN_FRAMES` evenly spaced epochs, every other control at its
-current value; small JPEGs, base64-embedded) behind an HTML range input whose few lines of inline
-JavaScript show the chosen frame and its epoch. JupyterLab prefers the widget view and keeps
-showing the live panel; the book is configured to prefer ``text/html`` (docs/book/conf.py). A
-panel without an epoch control gets a twin of one frame, its current state, and no range input.
+current value; PNGs :data:`TWIN_WIDTH_PX` wide, the width the book shows them at, base64-embedded)
+behind an HTML range input whose few lines of inline JavaScript show the chosen frame and its
+epoch. JupyterLab prefers the widget view and keeps showing the live panel; the book is configured
+to prefer ``text/html`` (docs/book/conf.py). A panel without an epoch control gets a twin of one
+frame, its current state, and no range input.
 """
 from __future__ import annotations
 
@@ -22,15 +24,19 @@ from typing import Callable, Sequence
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
+from PIL import Image
+
+from .plots import compact_png
 
 __all__ = ["epoch_slider", "figure_panel"]
 
 #: Most frames a static twin holds (evenly spaced over the epoch control's values, last included).
 TWIN_FRAMES = 10
-#: Resolution and JPEG quality of a twin's frames: the live panel's resolution (its PNGs are 90
-#: dpi), so a twin shown at the book's column width and zoomed is as legible as the live figure.
-TWIN_DPI = 90
-TWIN_QUALITY = 70
+#: Width in pixels of a twin's frames: the book's content column at a 1280 px window (688 CSS px),
+#: which a frame fills, so each frame is stored at the size it is shown, whatever its figure's size.
+TWIN_WIDTH_PX = 688
+#: Resolution of the live panel's PNGs (JupyterLab scales them to the cell's width).
+LIVE_DPI = 90
 #: The control a twin steps through.
 TWIN_CONTROL = "epoch"
 
@@ -41,28 +47,38 @@ _TWIN_SCRIPT = ("var t=this.closest('.dlgn-twin'),f=t.querySelectorAll('.dlgn-fr
                 "t.querySelector('.dlgn-twin-value').textContent=f[i].dataset.value")
 
 
-def _save(fig, fmt: str, dpi: int, **kwargs) -> bytes:
+def _save(fig, fmt: str, dpi: float, **kwargs) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", **kwargs)
     return buf.getvalue()
 
 
-def _twin_jpeg(fig) -> bytes:
-    return _save(fig, "jpeg", TWIN_DPI, pil_kwargs={"quality": TWIN_QUALITY, "optimize": True})
+def _twin_png(fig) -> bytes:
+    """``fig`` as a PNG :data:`TWIN_WIDTH_PX` wide: drawn at the dpi that makes its tight box (with
+    its padding) that wide; the pixel or two that rounding leaves over is taken off, or added, at
+    the right edge, which is padding."""
+    width_in = fig.get_tightbbox().width + 2 * plt.rcParams["savefig.pad_inches"]
+    image = Image.open(io.BytesIO(_save(fig, "png", TWIN_WIDTH_PX / width_in,
+                                        pil_kwargs={"compress_level": 1}))).convert("RGB")
+    if image.width != TWIN_WIDTH_PX:
+        framed = Image.new("RGB", (TWIN_WIDTH_PX, image.height), image.getpixel((image.width - 1, 0)))
+        framed.paste(image, (0, 0))
+        image = framed
+    return compact_png(image)
 
 
 def _frames(fig) -> tuple[bytes, bytes]:
-    """The live panel's PNG and the twin's small JPEG of one figure, which is then closed."""
+    """The live panel's PNG and the twin's frame of one figure, which is then closed."""
     try:
-        return _save(fig, "png", 90), _twin_jpeg(fig)
+        return compact_png(_save(fig, "png", LIVE_DPI)), _twin_png(fig)
     finally:
         plt.close(fig)
 
 
-def _jpeg_only(fig) -> bytes:
-    """The twin's JPEG of one figure, which is then closed (a frame the live panel does not show yet)."""
+def _twin_only(fig) -> bytes:
+    """The twin's frame of one figure, which is then closed (a frame the live panel does not show yet)."""
     try:
-        return _twin_jpeg(fig)
+        return _twin_png(fig)
     finally:
         plt.close(fig)
 
@@ -91,7 +107,7 @@ def _shown(control) -> str:
 
 def twin_html(frames: Sequence[tuple[object, str, bytes]], *, start: int | None = None, title: str = "",
               control: str = TWIN_CONTROL, note: str = "") -> str:
-    """The static twin: ``frames`` as (value, caption HTML, JPEG bytes), one shown at a time.
+    """The static twin: ``frames`` as (value, caption HTML, PNG bytes), one shown at a time.
 
     With more than one frame a range input over the frames' indices picks the one shown (the last,
     or ``start``, at first) and writes its value beside the input; with one there is no input.
@@ -110,13 +126,13 @@ def twin_html(frames: Sequence[tuple[object, str, bytes]], *, start: int | None 
             f'<output class="dlgn-twin-value">{html.escape(str(frames[start][0]))}</output></label></div>')
     if note:
         parts.append(f'<div class="dlgn-twin-note"><small>{note}</small></div>')
-    for i, (value, caption, jpeg) in enumerate(frames):
-        data = base64.b64encode(jpeg).decode("ascii")
+    for i, (value, caption, png) in enumerate(frames):
+        data = base64.b64encode(png).decode("ascii")
         parts.append(
             f'<div class="dlgn-frame" data-value="{html.escape(str(value))}"{"" if i == start else " hidden"}>'
             + (f"<div>{caption}</div>" if caption else "")
             + f'<img alt="{html.escape(control)} {html.escape(str(value))}" style="width:100%" '
-              f'src="data:image/jpeg;base64,{data}"></div>')
+              f'src="data:image/png;base64,{data}"></div>')
     parts.append("</div>")
     return "\n".join(parts)
 
@@ -153,21 +169,21 @@ def figure_panel(plot_fn: Callable, controls: dict[str, W.ValueWidget], *, capti
     current figure alone.
     """
     pngs: dict[tuple, bytes] = {}     # the live panel's images, rendered when first shown
-    jpegs: dict[tuple, bytes] = {}    # the twin's frames
+    twins: dict[tuple, bytes] = {}    # the twin's frames
     image = W.Image(format="png", layout=W.Layout(max_width="100%"))
     label = W.HTML()
 
     def png(values: dict) -> bytes:
         key = tuple(sorted(values.items()))
         if key not in pngs:
-            pngs[key], jpegs[key] = _frames(plot_fn(**values))
+            pngs[key], twins[key] = _frames(plot_fn(**values))
         return pngs[key]
 
-    def jpeg(values: dict) -> bytes:
+    def frame(values: dict) -> bytes:
         key = tuple(sorted(values.items()))
-        if key not in jpegs:    # a twin frame the live panel has not shown: its PNG waits until it is
-            jpegs[key] = _jpeg_only(plot_fn(**values))
-        return jpegs[key]
+        if key not in twins:    # a twin frame the live panel has not shown: its PNG waits until it is
+            twins[key] = _twin_only(plot_fn(**values))
+        return twins[key]
 
     def render(*_):
         values = {name: c.value for name, c in controls.items()}
@@ -179,7 +195,7 @@ def figure_panel(plot_fn: Callable, controls: dict[str, W.ValueWidget], *, capti
         others = "; ".join(f"{html.escape(c.description or name)}: {html.escape(_shown(c))}"
                            for name, c in controls.items() if name != TWIN_CONTROL)
         if TWIN_CONTROL not in controls:
-            return twin_html([("", caption(**current) if caption else "", jpeg(current))], title=title,
+            return twin_html([("", caption(**current) if caption else "", frame(current))], title=title,
                              note="A static copy of the figure as set here; moving the controls needs a "
                                   "running kernel.")
         shown = evenly_spaced(_control_values(controls[TWIN_CONTROL]))
@@ -188,7 +204,7 @@ def figure_panel(plot_fn: Callable, controls: dict[str, W.ValueWidget], *, capti
         rows = []
         for value in shown:
             values = {**current, TWIN_CONTROL: value}
-            rows.append((value, caption(**values) if caption else "", jpeg(values)))
+            rows.append((value, caption(**values) if caption else "", frame(values)))
         note = (f"A static copy: {len(shown)} of the {len(_control_values(controls[TWIN_CONTROL]))} "
                 f"{TWIN_CONTROL}s" + (f", with {others}" if others else "") + ".")
         return twin_html(rows, start=shown.index(current[TWIN_CONTROL]), title=title, note=note)

@@ -43,8 +43,8 @@ class Twin(HTMLParser):
             self._in = "frame"
         elif tag == "img" and self._in == "frame":
             src = a["src"]
-            assert src.startswith("data:image/jpeg;base64,")
-            self.frames[-1]["jpeg"] = base64.b64decode(src.split(",", 1)[1])
+            assert src.startswith("data:image/png;base64,")
+            self.frames[-1]["png"] = base64.b64decode(src.split(",", 1)[1])
             self._in = None                          # the caption comes before the image
         elif tag == "output":
             self._in = "output"
@@ -64,8 +64,8 @@ def flat(red: float, green: float):
     return fig
 
 
-def colour(jpeg: bytes) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB"), dtype=float).mean(axis=(0, 1)) / 255
+def colour(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float).mean(axis=(0, 1)) / 255
 
 
 EPOCHS = list(range(0, 62, 2))                     # 31 saved epochs: 0, 2, ..., 60
@@ -107,7 +107,7 @@ def test_twin_frames_are_the_evenly_spaced_epochs_at_the_other_controls_values()
     # only the current epoch (the last) is shown before the input is moved
     assert [f["hidden"] for f in twin.frames] == [True] * 9 + [False]
     for frame, e in zip(twin.frames, TWIN_EPOCHS):
-        np.testing.assert_allclose(colour(frame["jpeg"]), [e / 60, 1.0, 0.5], atol=0.03)
+        np.testing.assert_allclose(colour(frame["png"]), [e / 60, 1.0, 0.5], atol=0.03)
     [range_input] = twin.inputs
     assert range_input["type"] == "range"
     assert (range_input["min"], range_input["max"], range_input["step"], range_input["value"]) == ("0", "9", "1", "9")
@@ -124,7 +124,7 @@ def test_twin_always_holds_the_epoch_set_now_and_starts_there():
     assert values == [0, 2, 6, 14, 20, 26, 34, 40, 46, 54]
     assert [f["hidden"] for f in twin.frames] == [True, False] + [True] * 8
     assert twin.inputs[0]["value"] == "1" and twin.outputs == ["2"]
-    np.testing.assert_allclose(colour(twin.frames[1]["jpeg"]), [2 / 60, 0.0, 0.5], atol=0.03)
+    np.testing.assert_allclose(colour(twin.frames[1]["png"]), [2 / 60, 0.0, 0.5], atol=0.03)
 
 
 def test_frames_are_rendered_once_and_shared_with_the_live_panel():
@@ -143,10 +143,15 @@ def test_frames_are_rendered_once_and_shared_with_the_live_panel():
     assert Image.open(io.BytesIO(image.value)).format == "PNG"
 
 
-def test_twin_frames_are_jpeg_only_until_shown_and_equal_a_full_render(monkeypatch):
-    saved = []
+def test_twin_frames_are_rendered_for_the_twin_only_until_shown_and_equal_a_full_render(monkeypatch):
+    live = []                                         # per render: is it the live panel's (its dpi)?
     real_save = widgets._save
-    monkeypatch.setattr(widgets, "_save", lambda fig, fmt, dpi, **kw: saved.append(fmt) or real_save(fig, fmt, dpi, **kw))
+
+    def save(fig, fmt, dpi, **kwargs):
+        live.append(dpi == widgets.LIVE_DPI)
+        return real_save(fig, fmt, dpi, **kwargs)
+
+    monkeypatch.setattr(widgets, "_save", save)
     calls = []
 
     def plot(epoch):
@@ -155,11 +160,11 @@ def test_twin_frames_are_jpeg_only_until_shown_and_equal_a_full_render(monkeypat
 
     slider = widgets.epoch_selector([0, 1, 2, 3, 4])
     panel = widgets.figure_panel(plot, {"epoch": slider})
-    assert saved == ["png", "jpeg"]                  # the value shown: both
+    assert live == [True, False]                      # the value shown: the live PNG and the frame
     html_twin = panel._repr_mimebundle_()["text/html"]
-    assert saved[2:] == ["jpeg"] * 4                  # the twin's other frames: JPEG only
-    _, jpeg_full = widgets._frames(plot(2))           # a frame rendered in full has the same JPEG
-    assert base64.b64encode(jpeg_full).decode() in html_twin
+    assert live[2:] == [False] * 4                    # the twin's other frames: the frame only
+    _, frame_full = widgets._frames(plot(2))          # a frame rendered in full is the same frame
+    assert base64.b64encode(frame_full).decode() in html_twin
     calls.clear()
     slider.value = 2                                   # shown live: its PNG is rendered now, once
     slider.value = 3
@@ -168,13 +173,35 @@ def test_twin_frames_are_jpeg_only_until_shown_and_equal_a_full_render(monkeypat
     assert Image.open(io.BytesIO(panel.children[-1].value)).format == "PNG"
 
 
+@pytest.mark.parametrize("size", [(2, 1), (3.5, 3.5), (12, 2)])
+def test_a_frame_is_as_wide_as_the_book_shows_it_whatever_the_figure_s_size(size):
+    """The frame is TWIN_WIDTH_PX wide and has its figure's proportions: those of the figure's tight
+    box as matplotlib saves it at its own dpi (a title and a colour bar stretch the box)."""
+    def plot(epoch):
+        fig, ax = plt.subplots(figsize=size)
+        ax.imshow(np.arange(12.0).reshape(3, 4))
+        ax.set_title(f"epoch {epoch}")
+        fig.colorbar(ax.images[0], ax=ax)
+        return fig
+
+    panel = widgets.figure_panel(plot, {"epoch": widgets.epoch_selector([0, 1])})
+    frames = Twin(panel._repr_mimebundle_()["text/html"]).frames
+    reference = io.BytesIO()
+    plot(1).savefig(reference, format="png", bbox_inches="tight")
+    width, height = Image.open(reference).size
+    for frame in frames:
+        image = Image.open(io.BytesIO(frame["png"]))
+        assert image.width == widgets.TWIN_WIDTH_PX
+        assert image.height == pytest.approx(height * widgets.TWIN_WIDTH_PX / width, rel=0.03)
+
+
 def test_a_panel_without_an_epoch_control_gets_its_current_figure_alone():
     angle = W.IntSlider(value=30, min=0, max=90, description="θ (deg)")
     panel = widgets.figure_panel(lambda angle: flat(angle / 90, 0), {"angle": angle})
     angle.value = 60
     twin = Twin(panel._repr_mimebundle_()["text/html"])
     assert twin.inputs == [] and len(twin.frames) == 1 and not twin.frames[0]["hidden"]
-    np.testing.assert_allclose(colour(twin.frames[0]["jpeg"]), [60 / 90, 0, 0.5], atol=0.03)
+    np.testing.assert_allclose(colour(twin.frames[0]["png"]), [60 / 90, 0, 0.5], atol=0.03)
 
 
 def test_epoch_slider_twin_captions_come_from_the_run_history():
@@ -200,6 +227,7 @@ def sanitized(text: str) -> str:
 
 
 def test_nbval_compares_the_twin_without_its_image_bytes():
+    """The frames are images, which nbval does not compare (tests/nbval_sanitize.cfg, twin_frames)."""
     one = widgets.twin_html([(0, "epoch 0", b"\x01\x02"), (5, "epoch 5", b"\x03")])
     other = widgets.twin_html([(0, "epoch 0", b"\xff\xfe\xfd"), (5, "epoch 5", b"\x00")])
     assert one != other and sanitized(one) == sanitized(other)
