@@ -1,7 +1,8 @@
 """The committed notebooks are small (issue 47: ``notebooks/`` at most 8 MB), and what keeps them
 small loses nothing the book shows: the sliders' static frames are stored at the width the book
-shows them (``widgets.TWIN_WIDTH_PX``), and every figure and frame is an indexed PNG
-(``plots.compact_png``) within a few levels of the full-colour render.
+shows them (``widgets.TWIN_WIDTH_PX``), every figure is an indexed PNG (``plots.compact_png``)
+within a few levels of the full-colour render, and every frame holds the same colours as lossless
+WebP (``widgets.TWIN_FORMAT``).
 
 The notebooks' checks read the committed files; the compact PNG's checks compare it with the
 full-colour PNG matplotlib writes of the same figure (looked at side by side, the largest
@@ -67,12 +68,15 @@ def test_every_twin_frame_is_as_wide_as_the_book_shows_it(images):
     assert {w for _, w in widths} == {widgets.TWIN_WIDTH_PX}, sorted(widths)
 
 
-def test_every_figure_and_frame_is_an_indexed_png(images):
+def test_every_figure_is_an_indexed_png_and_every_frame_a_webp_of_at_most_256_colours(images):
     figures, frames = images
     assert figures and frames
-    kinds = {(name, kind, Image.open(io.BytesIO(data)).format, Image.open(io.BytesIO(data)).mode)
-             for name, kind, data in [(n, "png", d) for n, d in figures] + frames}
-    assert {k[1:] for k in kinds} == {("png", "PNG", "P")}, sorted(kinds)
+    figure_kinds = {(Image.open(io.BytesIO(data)).format, Image.open(io.BytesIO(data)).mode) for _, data in figures}
+    assert figure_kinds == {("PNG", "P")}
+    frame_kinds = {(kind, Image.open(io.BytesIO(data)).format) for _, kind, data in frames}
+    assert frame_kinds == {("webp", "WEBP")}
+    colours = [len(Image.open(io.BytesIO(data)).convert("RGB").getcolors(1 << 24)) for _, _, data in frames]
+    assert max(colours) <= 256
 
 
 # --- the compact PNG against matplotlib's full-colour PNG of the same figure ------------------------

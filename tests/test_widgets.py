@@ -43,8 +43,8 @@ class Twin(HTMLParser):
             self._in = "frame"
         elif tag == "img" and self._in == "frame":
             src = a["src"]
-            assert src.startswith("data:image/png;base64,")
-            self.frames[-1]["png"] = base64.b64decode(src.split(",", 1)[1])
+            assert src.startswith("data:image/webp;base64,")
+            self.frames[-1]["image"] = base64.b64decode(src.split(",", 1)[1])
             self._in = None                          # the caption comes before the image
         elif tag == "output":
             self._in = "output"
@@ -64,8 +64,8 @@ def flat(red: float, green: float):
     return fig
 
 
-def colour(png: bytes) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float).mean(axis=(0, 1)) / 255
+def colour(image: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(image)).convert("RGB"), dtype=float).mean(axis=(0, 1)) / 255
 
 
 EPOCHS = list(range(0, 62, 2))                     # 31 saved epochs: 0, 2, ..., 60
@@ -107,7 +107,7 @@ def test_twin_frames_are_the_evenly_spaced_epochs_at_the_other_controls_values()
     # only the current epoch (the last) is shown before the input is moved
     assert [f["hidden"] for f in twin.frames] == [True] * 9 + [False]
     for frame, e in zip(twin.frames, TWIN_EPOCHS):
-        np.testing.assert_allclose(colour(frame["png"]), [e / 60, 1.0, 0.5], atol=0.03)
+        np.testing.assert_allclose(colour(frame["image"]), [e / 60, 1.0, 0.5], atol=0.03)
     [range_input] = twin.inputs
     assert range_input["type"] == "range"
     assert (range_input["min"], range_input["max"], range_input["step"], range_input["value"]) == ("0", "9", "1", "9")
@@ -124,7 +124,7 @@ def test_twin_always_holds_the_epoch_set_now_and_starts_there():
     assert values == [0, 2, 6, 14, 20, 26, 34, 40, 46, 54]
     assert [f["hidden"] for f in twin.frames] == [True, False] + [True] * 8
     assert twin.inputs[0]["value"] == "1" and twin.outputs == ["2"]
-    np.testing.assert_allclose(colour(twin.frames[1]["png"]), [2 / 60, 0.0, 0.5], atol=0.03)
+    np.testing.assert_allclose(colour(twin.frames[1]["image"]), [2 / 60, 0.0, 0.5], atol=0.03)
 
 
 def test_frames_are_rendered_once_and_shared_with_the_live_panel():
@@ -190,8 +190,8 @@ def test_a_frame_is_as_wide_as_the_book_shows_it_whatever_the_figure_s_size(size
     plot(1).savefig(reference, format="png", bbox_inches="tight")
     width, height = Image.open(reference).size
     for frame in frames:
-        image = Image.open(io.BytesIO(frame["png"]))
-        assert image.width == widgets.TWIN_WIDTH_PX
+        image = Image.open(io.BytesIO(frame["image"]))
+        assert image.format == "WEBP" and image.width == widgets.TWIN_WIDTH_PX
         assert image.height == pytest.approx(height * widgets.TWIN_WIDTH_PX / width, rel=0.03)
 
 
@@ -201,7 +201,7 @@ def test_a_panel_without_an_epoch_control_gets_its_current_figure_alone():
     angle.value = 60
     twin = Twin(panel._repr_mimebundle_()["text/html"])
     assert twin.inputs == [] and len(twin.frames) == 1 and not twin.frames[0]["hidden"]
-    np.testing.assert_allclose(colour(twin.frames[0]["png"]), [60 / 90, 0, 0.5], atol=0.03)
+    np.testing.assert_allclose(colour(twin.frames[0]["image"]), [60 / 90, 0, 0.5], atol=0.03)
 
 
 def test_epoch_slider_twin_captions_come_from_the_run_history():
