@@ -33,9 +33,10 @@ __all__ = ["epoch_slider", "figure_panel"]
 
 #: Most frames a static twin holds (evenly spaced over the epoch control's values, last included).
 TWIN_FRAMES = 10
-#: Width in pixels of a twin's frames: the book's content column at a 1280 px window (688 CSS px),
-#: which a frame fills, so each frame is stored at the size it is shown, whatever its figure's size.
-TWIN_WIDTH_PX = 688
+#: Width in pixels of a twin's frames: what the book shows of one at a 1280 px window (its content
+#: column, 688 CSS px, less the twin's border and padding: docs/book/_static/book.css), so each frame
+#: is stored at the size it is shown, whatever its figure's size.
+TWIN_WIDTH_PX = 670
 #: Resolution of the live panel's PNGs (JupyterLab scales them to the cell's width).
 LIVE_DPI = 90
 #: How a twin's frames are stored: lossless WebP of their indexed colours, about 20 % fewer bytes
