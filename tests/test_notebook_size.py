@@ -62,7 +62,8 @@ def test_the_notebooks_together_are_at_most_8_mb():
 
 def test_every_twin_frame_is_as_wide_as_the_book_shows_it(images):
     _, frames = images
-    panels = {p.name for p in NOTEBOOKS if "dl.widgets." in p.read_text()}
+    panels = {p.name for p in NOTEBOOKS                       # a panel of dl.widgets, or a study's slider
+              if any(call in p.read_text() for call in ("epoch_slider(", "figure_panel(", "_slider("))}
     assert {name for name, _, _ in frames} == panels          # every notebook with a panel has frames
     widths = {(name, Image.open(io.BytesIO(png)).width) for name, _, png in frames}
     assert {w for _, w in widths} == {widgets.TWIN_WIDTH_PX}, sorted(widths)
