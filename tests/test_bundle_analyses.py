@@ -3,9 +3,7 @@ served on the class machine from the imported bundle without being measured agai
 that is altered, misnamed or oversized refuses the bundle whole with nothing written."""
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +12,7 @@ import pytest
 from dlgn_lib import runs
 from dlgn_lib.record import bundle
 from fingerprint import tree
-from run_cache_helpers import cache_dir, small_config  # noqa: F401  (cache_dir: an autouse fixture)
+from run_cache_helpers import bundle_members, cache_dir, small_config, write_tar  # noqa: F401  (cache_dir: an autouse fixture)
 
 
 def _weight_norms(trained) -> pd.DataFrame:
@@ -45,17 +43,7 @@ def teacher(cache_dir, monkeypatch, tmp_path):
     return trained, file
 
 
-def _members(file: Path) -> dict[str, bytes]:
-    with tarfile.open(file) as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
-
-
-def _write_tar(file: Path, members: dict[str, bytes]) -> None:
-    with tarfile.open(file, "w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+_members, _write_tar = bundle_members, write_tar
 
 
 def _analysis(members: dict[str, bytes]) -> str:

@@ -12,7 +12,6 @@ import sys
 import tarfile
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,7 +19,7 @@ import torch
 from dlgn_lib import files, locations, numerics, runs
 from dlgn_lib.record import bundle, classwalk
 from fingerprint import tree
-from run_cache_helpers import cache_dir, small_config  # noqa: F401  (cache_dir: an autouse fixture)
+from run_cache_helpers import bundle_members, cache_dir, small_config, write_tar  # noqa: F401  (cache_dir: an autouse fixture)
 
 REPO = locations.REPO_ROOT
 
@@ -41,17 +40,7 @@ def _one_line(err: str, command: str = "python -m dlgn_lib.runs") -> str:
     return err
 
 
-def _members(file: Path) -> dict[str, bytes]:
-    with tarfile.open(file) as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
-
-
-def _write_tar(file: Path, members: dict[str, bytes]) -> None:
-    with tarfile.open(file, "w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+_members, _write_tar = bundle_members, write_tar
 
 
 # --- N10: a bundle of many tiny members ---------------------------------------------------------------

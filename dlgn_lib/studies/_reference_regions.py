@@ -56,9 +56,5 @@ def tiling_error(model, box) -> float:
 
 def region_checks(run, x_uniform: torch.Tensor, x_data: torch.Tensor, box) -> dict:
     """The three numbers of ``planes.region_checks``, computed as above."""
-    final = run.model_at().double()
-    x_all = torch.cat([x_uniform, x_data]).double()
-    return {"seed": run.config.seed, "snapshots": len(run.epochs),
-            "disagreements": half_space_disagreements((run.model_at(e).double() for e in run.epochs), x_all),
-            "worst area z": worst_area_z(final, x_uniform.double(), box),
-            "tiling error": tiling_error(final, box)}
+    from .planes import _region_checks
+    return _region_checks(run, x_uniform, x_data, box, half_space_disagreements, worst_area_z, tiling_error)

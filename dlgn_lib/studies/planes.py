@@ -307,12 +307,17 @@ def region_checks(run, x_uniform: torch.Tensor, x_data: torch.Tensor, box) -> di
     """Claim C3's three numbers for one DLGN run: the half-space test against the hard path gate
     at every snapshot on ``x_uniform`` and ``x_data`` (disagreements), and, for the final model,
     ``worst_area_z`` on ``x_uniform`` and ``tiling_error`` of ``box``."""
+    return _region_checks(run, x_uniform, x_data, box, half_space_disagreements, worst_area_z, tiling_error)
+
+
+def _region_checks(run, x_uniform, x_data, box, disagreements, area_z, tiling) -> dict:
+    """``region_checks`` with its three measures given (the path-by-path reference passes its own)."""
     final = run.model_at().double()
     x_all = torch.cat([x_uniform, x_data]).double()
     return {"seed": run.config.seed, "snapshots": len(run.epochs),
-            "disagreements": half_space_disagreements((run.model_at(e).double() for e in run.epochs), x_all),
-            "worst area z": worst_area_z(final, x_uniform.double(), box),
-            "tiling error": tiling_error(final, box)}
+            "disagreements": disagreements((run.model_at(e).double() for e in run.epochs), x_all),
+            "worst area z": area_z(final, x_uniform.double(), box),
+            "tiling error": tiling(final, box)}
 
 
 def region_check_table(runs: Sequence, x_uniform: torch.Tensor, x_data: torch.Tensor, box) -> pd.DataFrame:
