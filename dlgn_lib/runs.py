@@ -52,7 +52,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from . import __version__, batched, config as _config, files, fused, locations, models, numerics
+from . import __version__, batched, config as _config, costs, files, fused, locations, models, numerics
 from .config import RunConfig
 from .train import Run, quiet, train
 
@@ -218,6 +218,7 @@ def _free_space(folder: Path) -> str:
         return "free space unknown"
 
 
+@costs.spent("io")
 def save(run: Run, root: Path | None = None, *, rescue: bool = True) -> Path:
     """Write a run's entry atomically (temp folder, fsync, rename); returns the entry folder.
 
@@ -345,6 +346,7 @@ def verify_entry(folder: Path, key: str | None = None) -> dict:
     return _verified(Path(folder), key)[0]
 
 
+@costs.spent("io")
 def load(config: RunConfig, root: Path | None = None) -> Run:
     """Load and verify the entry of a config; raises ``FileNotFoundError`` or ``CorruptEntry``."""
     folder = entry_dir(config, root)
@@ -397,6 +399,7 @@ def _train_unsaved(configs: list[RunConfig], say, *, device, progress) -> list[R
     return train_group(configs, device=device, progress=progress)
 
 
+@costs.spent("training")
 def train_group(configs: list[RunConfig], *, device=None, progress: bool | None = None) -> list[Run]:
     """Train configs that differ only in seed, with the fastest engine that fits (reconstruction §6).
 
@@ -523,6 +526,7 @@ def _group_label(group: list[RunConfig]) -> str:
             f"seed{'s' if len(group) > 1 else ''} {', '.join(str(c.seed) for c in group)})")
 
 
+@costs.spent("training")
 def _train_side_by_side(groups: list[list[RunConfig]], processes: int, device, progress: bool | None) -> int:
     """Train the groups that have missing entries in up to ``processes`` spawned processes, one
     group per process at a time, each saving its runs to the cache; returns the runs trained.
@@ -841,6 +845,7 @@ def _checked_table(entry, k: str) -> pd.DataFrame:
     return decode_table(entry["table"])
 
 
+@costs.spent("io")
 def _load_analysis(path: Path, k: str) -> pd.DataFrame | None:
     try:
         return _checked_table(json.loads(path.read_text()), k)
@@ -858,6 +863,7 @@ def _remove_analysis(path: Path) -> None:
         pass
 
 
+@costs.spent("io")
 def _save_analysis(path: Path, k: str, label: str, stored: dict) -> None:
     entry = {"format": ANALYSIS_FORMAT, "key": k, "label": label, "code": _code_hash(), "sha256": _table_checksum(stored),
              "table": stored}
@@ -939,14 +945,16 @@ def cached_table(label: str, params: Mapping, runs: Iterable, compute: Callable[
         runs: the runs ``compute`` reads, in a fixed order.
     """
     if not _analysis_cache_enabled():
-        return compute()
+        with costs.spent("analysis"):
+            return compute()
     runs = list(runs)
     k = analysis_key(label, params, runs)
     path = _analysis_path(k)
     table = _load_analysis(path, k)
     if table is not None:
         return table
-    table = compute()
+    with costs.spent("analysis"):
+        table = compute()
     try:
         stored = encode_table(table)
     except _NotStorable:

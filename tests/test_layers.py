@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "dlgn_lib"
 
 #: Each module's layer, by its name under dlgn_lib (a subpackage's modules share its layer).
-SCIENCE = {"batched", "circle", "clusters", "compare", "config", "data", "fidelity", "fused", "intervals", "kernels",
+SCIENCE = {"batched", "circle", "clusters", "compare", "config", "costs", "data", "fidelity", "fused", "intervals", "kernels",
            "files", "locations", "losses", "models", "nodes", "numerics", "parts", "paths", "protocol", "runs",
            "saliency", "sensitivity", "tables", "train", "verdict"}
 PRESENTATION = {"plots", "studies", "widgets"}

@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt  # noqa: E402,F401 (pyplot after the backend is 
 import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from .. import locations, models  # noqa: E402
+from .. import costs, locations, models  # noqa: E402
 
 STYLE = {
     "figure.dpi": 100, "savefig.dpi": 150, "savefig.bbox": "tight",
@@ -167,6 +167,7 @@ class FigureWriteError(OSError):
     """A figure could not be written (full disk, folder not writable); nothing half-written is left."""
 
 
+@costs.spent("io")
 def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = True) -> None:
     """Save ``fig`` as ``<figure_id>.png`` and ``.pdf`` in ``locations.figures_dir()`` (``build/figures``
     unless ``DLGN_FIGURES_DIR`` names another, as ``make figures`` does): fixed metadata, atomic
