@@ -1,52 +1,20 @@
-"""Run bundles: cache entries packed into one file, to hand trained runs to a class.
-
-A teacher trains once (``make figures PROFILE=full``) and exports; students import, or a course
-server points ``DLGN_RUNS_DIR`` at a shared read-only folder the bundle was imported into::
+"""Run bundles: cache entries packed into one file, to hand trained runs to a class::
 
     python -m dlgn_lib.runs export course.tar.gz [--profile full] [--notebook 05]
     python -m dlgn_lib.runs import course.tar.gz [--into DIR] [--sha256 HEX]
 
-A bundle is a gzipped tar of entry folders (``<key>/manifest.json``, ``<key>/run.pt``, exactly as
-in the cache), the analysis entries of this library's code (``analyses/<code>-<key>.json``: the
-tables measured on the runs, ``runs.cached_table``, every one in the cache whatever the runs
-selected; small JSON files) and ``bundle.json`` (what it holds). With them a class machine of the
-same code and numeric environment (code path, thread count, versions) serves the notebooks'
-tables instead of measuring the runs again. Export writes it atomically (a temporary file
-beside it, fsync, rename) and, beside it, ``<bundle>.sha256``: its SHA-256 in ``sha256sum``'s
-format (``HEX  NAME``). Import trusts nothing in it:
-
-- members other than those files and their folders are refused before anything is written:
-  absolute paths, ``..``, links, devices, an analysis not named ``analyses/<16 hex>-<32 hex>.json``,
-  anything else (a crafted tar is a classic attack);
-- the work is bounded before anything is written: the member list is read first and refused past
-  ``MAX_MEMBERS`` (``MAX_ENTRIES`` entries) and ``MAX_ANALYSES`` analyses, sparse members are
-  refused, the sizes in the members' headers must stay under ``MAX_MEMBER_BYTES`` each (an analysis
-  ``runs.MAX_ANALYSIS_BYTES``) and ``MAX_BUNDLE_BYTES`` in all and fit the free space of the target;
-  members are staged in the bundle's own order (one pass over the file), and each ``run.pt`` is
-  hashed while it streams and stops at the first byte past its header's size;
-- every entry is verified as the cache verifies its own (checksum, layout, key recomputed from
-  the config, so an entry of another code version or numeric code path is refused, naming it) in a
-  temporary folder; one bad entry refuses the whole bundle: nothing is imported, and the
-  temporary folder is removed;
-- every analysis is verified as the cache verifies its own before serving it (valid JSON of the
-  analysis format, key and code matching its name, the table's SHA-256), and a bad one refuses the
-  bundle whole like a bad entry; nothing in it is unpickled or run. One of other library code is
-  left out (it could never be served here) and counted;
-- a valid local entry or analysis is never replaced (it is reported as present); a corrupt one is.
-  Each moves in whole, by rename.
-
-What the checksums can promise. The SHA-256 of each ``run.pt`` inside the bundle (in its manifest)
-catches damage: a truncated download, a flipped bit; so does the SHA-256 of each analysis's table.
-It cannot catch tampering: whoever changes a run or a table can recompute that checksum. A
-checksum published beside the bundle by someone you trust (the teacher's course page, say) can:
-``import --sha256 HEX`` refuses a bundle whose SHA-256 differs. Without ``--sha256``, import checks
-the bundle against its ``<bundle>.sha256`` file when one lies beside it, which catches a damaged
-or swapped bundle but not a tamperer who replaced both files.
+A bundle is a gzipped tar of entry folders (``<key>/manifest.json``, ``<key>/run.pt``, as in the
+cache), this code's analysis entries (``analyses/<code>-<key>.json``) and ``bundle.json``; export
+writes it atomically, with its SHA-256 beside it in ``<bundle>.sha256`` (``sha256sum``'s format).
+Import trusts nothing in it: members, their count and their sizes are checked before anything is
+written; every entry and analysis is verified as the cache verifies its own, in a temporary folder,
+and one bad one refuses the whole bundle; a valid local one is never replaced; the bundle's SHA-256
+must match ``--sha256`` or else the ``.sha256`` file beside it. docs/guide.md ("Run bundles for a
+class") says what each check promises.
 """
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import io
 import json
@@ -60,13 +28,12 @@ from pathlib import Path
 
 from .. import __version__, files, locations, runs
 from .. import config as _config
-from ..config import PROFILES
 from ..files import Refusal, command
+from ..locations import display_path as _shown
 
 __all__ = ["main"]
 
 BUNDLE_FORMAT = 1
-_ENTRY_NAME = re.compile(r"^[0-9a-f]{20}$")
 _MEMBER = re.compile(r"^(bundle\.json|[0-9a-f]{20}|[0-9a-f]{20}/(run\.pt|manifest\.json)"
                      r"|analyses|analyses/[0-9a-f]{16}-[0-9a-f]{32}\.json)$")
 ENTRY_FILES = ("manifest.json", "run.pt")
@@ -81,7 +48,7 @@ MAX_MEMBERS = 3 * MAX_ENTRIES + 1
 #: Analyses of one bundle (members ``analyses/…``, counted apart): the series' quick profile has a few dozen.
 MAX_ANALYSES = 20_000
 _CHUNK = 1 << 20
-_READ_ERRORS = (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile)
+_READ_ERRORS = (tarfile.TarError, EOFError, OSError)   # OSError includes gzip.BadGzipFile
 
 
 class BundleError(Refusal):
@@ -105,37 +72,18 @@ class ImportReport:
                 f"{counts.get('replaced', 0)} replaced, {counts.get('present', 0)} already present{other}")
 
 
-def _shown(path: Path | str) -> str:
-    return locations.display_path(path)
-
-
-def _checksum_file(bundle: Path) -> Path:
-    return bundle.with_name(bundle.name + ".sha256")
-
-
 def _sha256(path: Path | str) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _selected(manifest: dict, profile: str | None, notebook: str | None) -> bool:
-    made_by = manifest.get("made_by") or {}
-    return ((profile is None or made_by.get("profile") == profile)
-            and (notebook is None or made_by.get("notebook") == notebook))
-
-
 def export(file: Path | str, *, profile: str | None = None, notebook: str | None = None,
            root: Path | None = None) -> list[str]:
-    """Write the verified entries of the cache (or of one profile / notebook) to ``file``, and its
-    SHA-256 to ``<file>.sha256``.
-
-    Entries are selected by the notebook and profile recorded when they were trained (``made_by``
-    in their manifest); entries that fail verification are left out and named. Returns the keys.
-    A file that cannot be written (a folder, a file in its path, a read-only folder, a full disk)
-    is a ``BundleError`` (or ``files.Refusal``) naming it; an old bundle there stays whole.
-    """
-    if profile is not None and profile not in PROFILES:
-        raise BundleError(f"--profile {profile!r} is not a profile; choose one of {', '.join(PROFILES)}")
+    """Write the cache's verified entries (or one profile's / notebook's, as ``made_by`` in their manifests says)
+    and valid analyses to ``file``, its SHA-256 to ``<file>.sha256``; returns the keys. Entries and analyses that
+    fail verification are left out and named; a failed write leaves an old bundle there whole."""
+    if profile is not None and profile not in _config.PROFILES:
+        raise BundleError(f"--profile {profile!r} is not a profile; choose one of {', '.join(_config.PROFILES)}")
     root = Path(root) if root else locations.runs_dir()
     file = Path(file)
     if file.is_dir():
@@ -145,11 +93,11 @@ def export(file: Path | str, *, profile: str | None = None, notebook: str | None
     chosen, skipped, analyses = [], [], []
     for folder in runs.entry_folders(root):
         try:
-            manifest = runs.verify_entry(folder)
+            made_by = runs.verify_entry(folder).get("made_by") or {}
         except runs.CorruptEntry as exc:
             skipped.append(f"{folder.name}: {exc}")
             continue
-        if _selected(manifest, profile, notebook):
+        if profile in (None, made_by.get("profile")) and notebook in (None, made_by.get("notebook")):
             chosen.append(folder)
     for path in runs.analysis_entries(root):
         try:
@@ -181,7 +129,7 @@ def export(file: Path | str, *, profile: str | None = None, notebook: str | None
             raw.flush()
             os.fsync(raw.fileno())
         os.chmod(tmp, 0o666 & ~locations.UMASK)   # mkstemp makes it 0600; a bundle is for a class to read
-        files.write_atomic(_checksum_file(file), f"{_sha256(tmp)}  {file.name}\n")
+        files.write_atomic(f"{file}.sha256", f"{_sha256(tmp)}  {file.name}\n")
         os.replace(tmp, file)
     except OSError as exc:
         raise BundleError(f"cannot write {_shown(file)}: {exc.strerror or exc}; no bundle was written "
@@ -225,9 +173,9 @@ def _open(file: Path) -> tarfile.TarFile:
         raise BundleError(f"{_shown(file)} is not a readable run bundle (truncated or not a tar.gz): {exc}") from None
 
 
-def _members(tar: tarfile.TarFile, file: Path) -> list[tarfile.TarInfo]:
-    """The bundle's file members, in its order; each header checked as it is read, and the list
-    refused past ``MAX_MEMBERS`` without reading further."""
+def _listing(tar: tarfile.TarFile, file: Path) -> tuple[list[tarfile.TarInfo], list[str]]:
+    """The bundle's file members in its order, and its entry keys: each header checked as it is read, the list
+    refused past ``MAX_MEMBERS`` without reading further, each entry with exactly ``ENTRY_FILES``."""
     members, analyses = [], 0
     try:
         for member in tar:
@@ -244,11 +192,7 @@ def _members(tar: tarfile.TarFile, file: Path) -> list[tarfile.TarInfo]:
             members.append(member)
     except _READ_ERRORS as exc:
         raise BundleError(f"{_shown(file)} is not a readable run bundle (truncated or damaged): {exc}") from None
-    return [m for m in members if m.isfile()]
-
-
-def _entries(members: list[tarfile.TarInfo], file: Path) -> list[str]:
-    """The entry keys of a bundle's file members, each with exactly ``ENTRY_FILES``."""
+    members = [m for m in members if m.isfile()]
     have: dict[str, list[str]] = {}
     for member in members:
         if "/" in member.name and not _is_analysis(member.name):
@@ -262,10 +206,10 @@ def _entries(members: list[tarfile.TarInfo], file: Path) -> list[str]:
     for key, names in have.items():
         if sorted(names) != sorted(ENTRY_FILES):
             raise BundleError(f"entry {key} in {_shown(file)} has files {sorted(names)}, not {list(ENTRY_FILES)}")
-    return sorted(have)
+    return members, sorted(have)
 
 
-def _bounded(file: Path, members: list[tarfile.TarInfo], root: Path) -> int:
+def _bounded(file: Path, members: list[tarfile.TarInfo], root: Path) -> None:
     """Refuse sparse or oversized members, and a bundle larger than its bound or the free space."""
     total = 0
     for member in members:
@@ -283,7 +227,6 @@ def _bounded(file: Path, members: list[tarfile.TarInfo], root: Path) -> int:
     if total > free:
         raise BundleError(f"{file} needs {total / 2**20:,.1f} MB and the disk of {root} has {free / 2**20:,.1f} MB "
                           "free; free some space or import --into a folder on another disk. Nothing was written")
-    return total
 
 
 def _read(file: Path, member: tarfile.TarInfo, read):
@@ -310,22 +253,13 @@ def _copy_member(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, fi
         while chunk := _read(file, member, lambda: source.read(_CHUNK)):
             written += len(chunk)
             if written > member.size:
-                raise BundleError(f"{file}: member {member.name} holds more than the {member.size:,} bytes its header says")
+                raise BundleError(f"{file}: member {member.name} holds more than the {member.size:,} bytes its "
+                                  "header says")
             digest.update(chunk)
             _write(root, member, lambda: out.write(chunk))
     if written != member.size:
         raise BundleError(f"{file}: member {member.name} is truncated ({written:,} of {member.size:,} bytes)")
     return digest.hexdigest()
-
-
-def _copy_manifest(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, file: Path, root: Path) -> str | None:
-    """Write a manifest member (small: read whole) and return the ``run.pt`` checksum it states."""
-    data = _read(file, member, lambda: tar.extractfile(member).read())
-    _write(root, member, lambda: target.write_bytes(data))
-    try:
-        return json.loads(data).get("sha256")
-    except (ValueError, AttributeError) as exc:
-        raise BundleError(f"{file}: member {member.name} is not a manifest: {exc}") from None
 
 
 def _stage(tar: tarfile.TarFile, members: list[tarfile.TarInfo], staging: Path, file: Path, root: Path) -> None:
@@ -335,32 +269,32 @@ def _stage(tar: tarfile.TarFile, members: list[tarfile.TarInfo], staging: Path, 
     for member in members:
         if "/" not in member.name:
             continue   # bundle.json
+        target = staging / member.name
+        target.parent.mkdir(exist_ok=True)
+        digest = _copy_member(tar, member, target, file, root)
         if _is_analysis(member.name):
-            target = staging / member.name
-            target.parent.mkdir(exist_ok=True)
-            _copy_member(tar, member, target, file, root)
             try:
                 runs.check_analysis(target)
             except runs.CorruptEntry as exc:
                 raise BundleError(f"{_shown(file)}: {exc}; the bundle is refused whole, nothing was imported") from None
             continue
         key, name = member.name.split("/")
-        if key not in stated and key not in found:
-            (staging / key).mkdir()
-        if name == "manifest.json":
-            stated[key] = _copy_manifest(tar, member, staging / key / name, file, root)
+        if name == "run.pt":
+            found[key] = digest
         else:
-            found[key] = _copy_member(tar, member, staging / key / name, file, root)
+            try:
+                stated[key] = json.loads(target.read_bytes()).get("sha256")
+            except (ValueError, AttributeError) as exc:
+                raise BundleError(f"{file}: member {member.name} is not a manifest: {exc}") from None
         if key in stated and key in found and stated[key] != found[key]:
             raise BundleError(f"{file}: member {key}/run.pt does not match the checksum in its manifest; refused")
 
 
 def _check_published(file: Path, sha256: str | None) -> None:
-    """Refuse a bundle whose SHA-256 is not ``sha256`` (``--sha256``), or else not the one in
-    ``<file>.sha256`` when that file lies beside it."""
+    """Refuse a bundle whose SHA-256 is not ``sha256`` (``--sha256``), or else the one in ``<file>.sha256`` if any."""
     source = "--sha256"
     if sha256 is None:
-        beside = _checksum_file(file)
+        beside = Path(f"{file}.sha256")
         if not beside.is_file():
             return
         source = _shown(beside)
@@ -374,12 +308,8 @@ def _check_published(file: Path, sha256: str | None) -> None:
 
 
 def import_bundle(file: Path | str, into: Path | str | None = None, sha256: str | None = None) -> ImportReport:
-    """Verify every member and entry of a bundle, then add its entries to the cache ``into``.
-
-    Nothing is written unless the whole bundle passes; see the module docstring for what is
-    refused, and for ``sha256`` (the bundle's published SHA-256). Returns what was imported, kept
-    and replaced.
-    """
+    """Verify every member and entry of a bundle (and its published ``sha256``), then add its entries to the
+    cache ``into``; nothing is written unless the whole bundle passes. Returns what was imported, kept and replaced."""
     file = Path(file)
     root = Path(into).expanduser().resolve() if into else locations.runs_dir()
     try:
@@ -389,15 +319,15 @@ def import_bundle(file: Path | str, into: Path | str | None = None, sha256: str 
                                            "name a folder with --into")) from None
     with _open(file) as tar:
         _check_published(file, sha256)
-        members = _members(tar, file)
-        entries = _entries(members, file)
+        members, entries = _listing(tar, file)
         try:
             root.mkdir(parents=True, exist_ok=True)
             _bounded(file, members, root)
             runs.remove_stale_temporaries(root)
             staging = Path(tempfile.mkdtemp(prefix=runs.temp_prefix("import"), dir=root))
         except OSError as exc:
-            raise BundleError(f"cannot import into {_shown(root)}: {exc.strerror or exc}; nothing was imported") from None
+            raise BundleError(f"cannot import into {_shown(root)}: {exc.strerror or exc}; "
+                              "nothing was imported") from None
         try:
             _stage(tar, members, staging, file, root)
             for key in entries:
@@ -429,21 +359,12 @@ def import_bundle(file: Path | str, into: Path | str | None = None, sha256: str 
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def _run_as(module: str):
-    """Name the module whose ``python -m`` runs a command (its one-line errors say that command)."""
-    def named(main):
-        main.__module__ = module
-        return main
-    return named
-
-
 @command
-@_run_as("dlgn_lib.runs")
 def main(argv: list[str] | None = None) -> int:
     """``python -m dlgn_lib.runs export FILE [--profile P] [--notebook NN]`` and
     ``import FILE [--into DIR] [--sha256 HEX]``."""
-    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.runs",
-                                     description="Pack run-cache entries into a bundle, or add a bundle's entries to a cache.")
+    parser = argparse.ArgumentParser(prog="python -m dlgn_lib.runs", description="Pack run-cache entries into a "
+                                     "bundle, or add a bundle's entries to a cache.")
     sub = parser.add_subparsers(dest="command", required=True)
     out = sub.add_parser("export", help="write the cache's verified entries (or one profile's / notebook's) to FILE "
                                         "and its SHA-256 to FILE.sha256")
@@ -461,8 +382,7 @@ def main(argv: list[str] | None = None) -> int:
             keys = export(args.file, profile=args.profile, notebook=args.notebook)
             with _open(args.file) as tar:
                 analyses = len(json.loads(tar.extractfile("bundle.json").read())["analyses"])
-            print(f"wrote {len(keys)} entries and {analyses} analyses to {args.file} "
-                  f"(SHA-256 in {_checksum_file(args.file)})")
+            print(f"wrote {len(keys)} entries and {analyses} analyses to {args.file} (SHA-256 in {args.file}.sha256)")
         else:
             report = import_bundle(args.file, args.into, args.sha256)
             print(report.text() + f" into {args.into or _shown(locations.runs_dir())}")
@@ -472,3 +392,6 @@ def main(argv: list[str] | None = None) -> int:
                 "(the staging folder is removed)")
         raise KeyboardInterrupt(f"{done}; run the same command again to finish") from None
     return 0
+
+
+main.__wrapped__.__module__ = "dlgn_lib.runs"   # run as ``python -m dlgn_lib.runs``: its one-line errors say so
