@@ -26,7 +26,6 @@ _CHECK = re.compile(r"^\s*\[(pass|FAIL|inconclusive)\] (.*) = (\S+)(?:, 90% \[(\
 _VERDICT = re.compile(r"^VERDICT (\S+) \[(\w+)\]: (SUPPORTED|NOT SUPPORTED|INCONCLUSIVE) \((\d+) of (\d+) checks pass"
                       r"(?:, (\d+) fail, (\d+) inconclusive)?\)$")
 _SMOKE = re.compile(r"^SMOKE TEST (\S+) \[(\w+)\] \(quick cannot decide ")
-_OUTCOME_OF_MARK = {"pass": "pass", "FAIL": "fail", "inconclusive": "inconclusive"}
 
 
 @dataclass(frozen=True)
@@ -68,12 +67,9 @@ class Verdict:
 
 
 def _stdout_lines(nb) -> list[str]:
-    lines = []
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                lines += output["text"].splitlines()
-    return lines
+    return [line for cell in nb.cells for output in cell.get("outputs", [])
+            if output.get("output_type") == "stream" and output.get("name") == "stdout"
+            for line in output["text"].splitlines()]
 
 
 def verdicts_of(nb) -> list[Verdict]:
@@ -83,7 +79,7 @@ def verdicts_of(nb) -> list[Verdict]:
         if line.strip().startswith(EARLIER_MARK):
             continue
         if m := _CHECK.match(line):
-            pending.append(Check(m[2], m[3], m[6], m[7], _OUTCOME_OF_MARK[m[1]], m[4], m[5], m[8]))
+            pending.append(Check(m[2], m[3], m[6], m[7], m[1].lower(), m[4], m[5], m[8]))
         elif m := _VERDICT.match(line.strip()):
             if len(pending) != int(m[5]):
                 raise ValueError(f"verdict {m[1]}: {int(m[5])} checks announced, {len(pending)} printed above it")
@@ -114,8 +110,7 @@ def seconds_of(nb) -> float:
     if duration is not None:
         return float(duration)
     total = 0.0
-    for cell in nb.cells:
-        timing = cell.get("metadata", {}).get("execution", {})
+    for timing in (cell.get("metadata", {}).get("execution", {}) for cell in nb.cells):
         if "iopub.execute_input" in timing and "shell.execute_reply" in timing:
             start, end = (datetime.fromisoformat(timing[k].replace("Z", "+00:00"))
                           for k in ("iopub.execute_input", "shell.execute_reply"))
@@ -146,27 +141,20 @@ def _record_of(path: Path) -> dict:
     nb = nbformat.read(path, as_version=4)
     return {"notebook": path.name, "seconds": round(seconds_of(nb)),
             "verdicts": [{"claim": v.claim, "profile": v.profile, "word": v.word, "n_pass": v.n_pass,
-                          "n_checks": v.n_checks, "checks": [_check_record(c) for c in v.checks]}
+                          "n_checks": v.n_checks,
+                          # the interval fields only where the check has them (rules v3)
+                          "checks": [{k: x for k, x in c.__dict__.items() if x is not None} for c in v.checks]}
                          for v in verdicts_of(nb)], **({"parts": parts} if (parts := parts_of(nb)) else {})}
-
-
-def _check_record(check: Check) -> dict:
-    """A check for the record; the interval fields only where the check has them (rules v3)."""
-    return {k: v for k, v in check.__dict__.items() if v is not None}
 
 
 def _verdicts_from_record(entry: dict) -> list[Verdict]:
     """Verdicts of a record entry; entries recorded before rules v3 say ``supported`` and ``passed``."""
     def check(c: dict) -> Check:
-        c = dict(c)
-        if "passed" in c:
-            c["outcome"] = "pass" if c.pop("passed") else "fail"
-        return Check(**c)
+        old = {"outcome": "pass" if c["passed"] else "fail"} if "passed" in c else {}
+        return Check(**{k: v for k, v in c.items() if k != "passed"}, **old)
 
-    def word(v: dict) -> str:
-        return v["word"] if "word" in v else ("SUPPORTED" if v["supported"] else "NOT SUPPORTED")
-
-    return [Verdict(v["claim"], v["profile"], word(v), v["n_pass"], v["n_checks"],
+    return [Verdict(v["claim"], v["profile"], v["word"] if "word" in v else
+                    ("SUPPORTED" if v["supported"] else "NOT SUPPORTED"), v["n_pass"], v["n_checks"],
                     tuple(check(c) for c in v["checks"])) for v in entry["verdicts"]]
 
 

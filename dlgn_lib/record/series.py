@@ -1,31 +1,14 @@
-"""Run the notebook series headlessly and summarise each notebook's verdict (reconstruction §4, §5).
+"""Run the notebook series headlessly on a Dask cluster and summarise each notebook's verdict (reconstruction §4, §5).
 
-    python -m dlgn_lib.record.series run [--profile quick|full] [--only 05 07 ...] [--kernel NAME]
+    python -m dlgn_lib.record.series run [--profile quick|full] [--only 05 07 ...] [--kernel NAME] [--notebooks DIR]
                                   [--workers N | --scheduler ADDRESS] [--output DIR]
 
-Each ``notebooks/NN_*.ipynb`` is executed by papermill with ``PROFILE`` injected into its
-``parameters`` cell, in the notebooks folder, into ``build/notebooks/``. The executions are tasks
-of a Dask cluster (:mod:`dlgn_lib.record.dask_cluster`), so notebooks run side by side: by default a local
-cluster on 127.0.0.1 with one single-threaded worker process per core (no more than there are
-notebooks to run); ``--workers N`` sets the count, ``--scheduler tcp://HOST:8786`` uses an
-existing cluster instead, whose workers must see the repository at the same path and share the
-run cache (``DLGN_RUNS_DIR``). Each notebook's kernel is a process of its own, using one torch
-thread (``DLGN_NUM_THREADS``, default 1); notebooks that need the same run wait for each other on
-the run cache's lock and then load it.
-
-``python -m dlgn_lib.record.reproduce spread|verify`` (:mod:`dlgn_lib.record.reproduce`) run the same runner under
-other CPU code paths or into ``build/verify`` and compare the outputs with the record
-(reconstruction §7).
-
-A failing notebook does not stop the others; progress lines are printed as notebooks start and
-finish, and the summary table lists every notebook, in series order, with its status, its run
-time and the lines it printed that contain "SUPPORTED" (its verdict). The exit status is 1 when
-any notebook failed, 2 for bad arguments (checked before any cluster is started) or an
-unreachable ``--scheduler``; 1 with one line naming the file or variable when ``--output`` is a
-file or read-only, ``DLGN_HEARTBEAT_S`` is not a number (checked before any cluster is started too),
-or ``series.json`` cannot be written (the summary comes first); 130 on Ctrl-C, after the summary of
-the notebooks that finished and with the command that runs the rest. Executed copies and
-``series.json`` are written whole or not at all, and no kernel's folder is left behind.
+Each ``notebooks/NN_*.ipynb`` is executed by papermill, with ``PROFILE`` injected into its ``parameters`` cell,
+into ``build/notebooks/`` (with ``series.json`` beside), as a task of a local Dask cluster
+(:mod:`dlgn_lib.record.dask_cluster`) or of the one at ``--scheduler``. The summary lists every notebook in series
+order with its status, time and the lines it printed that contain "SUPPORTED". Exit status: 1 when a notebook
+failed or a file cannot be written, 2 for bad arguments or an unreachable scheduler, 130 on Ctrl-C (after the
+summary of what finished and the command that runs the rest).
 """
 from __future__ import annotations
 
@@ -35,6 +18,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -53,38 +37,32 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
 from dlgn_lib import files
-from dlgn_lib.record import dask_cluster as cluster
 from dlgn_lib.config import PROFILES
+from dlgn_lib.locations import REPO_ROOT, build_dir, display_path, figures_dir, find_notebooks, notebook_id, runs_dir
+from dlgn_lib.record import dask_cluster as cluster, executed
+from dlgn_lib.record.executed import SERIES_NOTE
 from dlgn_lib.verdict import EARLIER_MARK
-from dlgn_lib.locations import REPO_ROOT, build_dir, display_path, find_notebooks, notebook_id  # noqa: F401 (find_notebooks: part of the runner's API)
 
 __all__ = ["main"]
 
 # Kernel name that always means "ipykernel on the interpreter running the series".
 CURRENT_INTERPRETER_KERNEL = "dlgn-halfspace"
-VERDICT_MARK = "SUPPORTED"  # also matches "NOT SUPPORTED"
-#: Words of a verdict line besides VERDICT_MARK (rules v3): a verdict that the data cannot decide,
-#: and quick's line in place of a verdict it cannot give.
-OTHER_VERDICT_MARKS = ("INCONCLUSIVE", "SMOKE TEST")
+#: Words of a verdict line: "SUPPORTED" (also in "NOT SUPPORTED"), a verdict that the data cannot decide
+#: (rules v3), and quick's line in place of a verdict it cannot give.
+VERDICT_MARKS = ("SUPPORTED", "INCONCLUSIVE", "SMOKE TEST")
 #: A registered rule printed by ``dl.verdict.rules`` ("C5, C7 rule v3 (registered ..."): its
 #: statement names the verdict words, but it is not a verdict.
 _RULE_LINE = re.compile(r"^\S+(?:, \S+)* rule v\d+ \(registered ")
 NO_VERDICT = "—"
+#: Seconds between the runner's "still running" lines, unless ``DLGN_HEARTBEAT_S`` says otherwise.
+HEARTBEAT_S = 30.0
 
 
 @dataclass(frozen=True)
 class Result:
-    """Outcome of executing one notebook.
-
-    Attributes:
-        notebook: file name, e.g. ``05_smooth.ipynb``.
-        error: None when the notebook ran through; else the exception class (the one raised
-            inside the notebook when it came from a cell, e.g. ``ValueError``).
-        message: the exception's message, "" when it ran through.
-        seconds: wall-clock time of the execution.
-        verdicts: printed lines containing "SUPPORTED", in order.
-        output: the executed copy (partial when the notebook failed).
-    """
+    """One notebook's execution: ``error`` is None when it ran through, else the exception's class (the one raised
+    in a cell, e.g. ``ValueError``) with its ``message``; ``verdicts`` are its printed verdict lines, in order;
+    ``output`` is the executed copy (partial when the notebook failed)."""
 
     notebook: str
     error: str | None
@@ -103,8 +81,8 @@ class Result:
 
 
 class SeriesInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a series run: the results of the notebooks that finished, the rest's names, and
-    (its message) the command that runs the rest."""
+    """Ctrl-C during a series run: the results that finished, the rest's names, and (its message) the
+    command that runs the rest."""
 
     def __init__(self, finished: list[Result], unfinished: list[str], profile: str):
         rerun = " --only " + " ".join(notebook_id(n) for n in unfinished) if unfinished else ""
@@ -115,11 +93,8 @@ class SeriesInterrupted(KeyboardInterrupt):
 
 
 class _CurrentInterpreterKernelSpecs(KernelSpecManager):
-    """The installed kernel specs, plus one that runs ipykernel on ``sys.executable``.
-
-    Installed specs are not trusted to mean this interpreter: a user-level ``python3`` spec may
-    point at another Python, and ``JUPYTER_PATH`` reorders the search. Nothing is written to disk.
-    """
+    """The installed kernel specs, plus one that runs ipykernel on ``sys.executable`` (an installed
+    ``python3`` spec may point at another Python, and ``JUPYTER_PATH`` reorders the search)."""
 
     def get_kernel_spec(self, kernel_name):
         if kernel_name == CURRENT_INTERPRETER_KERNEL:
@@ -128,36 +103,27 @@ class _CurrentInterpreterKernelSpecs(KernelSpecManager):
 
 
 class _KernelManager(AsyncKernelManager):
-    """A kernel manager that also knows :data:`CURRENT_INTERPRETER_KERNEL`, and talks to its
-    kernel over Unix sockets in a folder of its own.
+    """A kernel manager that knows :data:`CURRENT_INTERPRETER_KERNEL` and talks to its kernel over Unix
+    sockets in a folder of its own, removed with the kernel's cleanup (the connection file too).
 
-    It is asynchronous, as nbclient's default is: a synchronous manager hands nbclient a blocking
-    client, whose wait for the kernel's next output message holds the event loop, so nbclient's
-    once-a-second check that the kernel lives never runs, and a kernel killed from outside leaves
-    the notebook waiting without end. With this one a dead kernel ends the notebook with
-    ``DeadKernelError`` within seconds, and the series goes on with the rest.
-
-    TCP ports are picked free and then released before the kernel binds them, so two kernels
-    started at the same moment (``--workers 2``) can pick the same port, and the kernel's
-    heartbeat then dies with "Address already in use"; every TCP kernel also prints an
-    unencrypted-transport warning. Sockets under a fresh private folder cannot collide, are not
-    reachable from the network, and are removed with the folder when the kernel is cleaned up.
-    The connection file is in that folder too (not a ``tmp*.json`` of the temporary folder).
+    Asynchronous, as nbclient's default: a synchronous one hands nbclient a blocking client whose wait
+    holds the event loop, so a kernel killed from outside would leave its notebook waiting without end
+    instead of ending it with ``DeadKernelError``. Not TCP: ports are picked free and released before the
+    kernel binds them, so two kernels started at once can collide, and each TCP kernel warns of an
+    unencrypted transport; private sockets cannot collide and are not reachable from the network.
     """
 
-    #: Where the kernel's folder is made: a series run's own folder, which the run removes even when
-    #: Ctrl-C or a lost worker ends a kernel before its cleanup; None (or a folder this machine
-    #: lacks, on a worker of another machine) means the system's temporary folder.
+    #: Where the kernel's folder is made: a series run's own folder, which the run removes even when a
+    #: kernel ends before its cleanup; None (or a folder this machine lacks) means the system's temporary folder.
     root: str | None = None
+    _socket_dir: str | None = None
 
     def _folder(self) -> str:
-        if getattr(self, "_socket_dir", None) is None:
+        if self._socket_dir is None:
             # Short and absolute: a Unix socket path is limited to about 100 bytes, and a relative
             # one would land in the notebook's folder (papermill runs kernels there).
-            if self.root and os.path.isdir(self.root):
-                self._socket_dir = tempfile.mkdtemp(prefix="k", dir=self.root)
-            else:
-                self._socket_dir = tempfile.mkdtemp(prefix="dlgn-kernel-")
+            root = self.root if self.root and os.path.isdir(self.root) else None
+            self._socket_dir = tempfile.mkdtemp(prefix="k" if root else "dlgn-kernel-", dir=root)
             if len(self._socket_dir) > 90 and os.path.isdir("/tmp"):   # a long TMPDIR: no room for the sockets
                 os.rmdir(self._socket_dir)
                 self._socket_dir = tempfile.mkdtemp(prefix="dlgn-kernel-", dir="/tmp")
@@ -182,30 +148,21 @@ class _KernelManager(AsyncKernelManager):
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         # shutdown_kernel awaits this one directly; so does anyone calling cleanup_resources.
         await super()._async_cleanup_resources(restart=restart)
-        socket_dir = getattr(self, "_socket_dir", None)
-        if socket_dir is not None and not restart:
-            import shutil
-            shutil.rmtree(socket_dir, ignore_errors=True)
+        if self._socket_dir is not None and not restart:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
 
     cleanup_resources = _async_cleanup_resources
 
 
 def select_notebooks(notebooks: Sequence[Path], only: Iterable[str] | None) -> list[Path]:
-    """The notebooks whose ids are in ``only`` (all when None), in series order.
-
-    Raises:
-        ValueError: an id in ``only`` matches no notebook; the message lists the available ids.
-    """
+    """The notebooks whose ids are in ``only`` (all when None), in series order; ValueError names unknown ids."""
     if only is None:
         return list(notebooks)
     wanted = set(only)
     available = {notebook_id(path) for path in notebooks}
-    unknown = sorted(wanted - available)
-    if unknown:
-        raise ValueError(
-            f"--only: unknown notebook id(s) {', '.join(unknown)}; "
-            f"available: {', '.join(sorted(available)) or 'none'}"
-        )
+    if unknown := sorted(wanted - available):
+        raise ValueError(f"--only: unknown notebook id(s) {', '.join(unknown)}; "
+                         f"available: {', '.join(sorted(available)) or 'none'}")
     return [path for path in notebooks if notebook_id(path) in wanted]
 
 
@@ -216,7 +173,6 @@ def check_profile(profile: str) -> None:
 
 
 def _check_kernel(kernel_name: str) -> None:
-    """Raise ValueError unless a Jupyter kernel spec named ``kernel_name`` can be found."""
     specs = _CurrentInterpreterKernelSpecs()
     try:
         specs.get_kernel_spec(kernel_name)
@@ -226,17 +182,10 @@ def _check_kernel(kernel_name: str) -> None:
 
 
 def extract_verdicts(nb: nbformat.NotebookNode) -> list[str]:
-    """Lines printed to stdout by the notebook's cells that contain "SUPPORTED" (or "INCONCLUSIVE",
-    "SMOKE TEST"), in order; earlier verdicts that a notebook prints beside its current one
-    (``verdict.history``) are left out."""
-    lines = []
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                lines += [line.strip() for line in output["text"].splitlines()
-                          if any(mark in line for mark in (VERDICT_MARK, *OTHER_VERDICT_MARKS))
-                          and not line.strip().startswith(EARLIER_MARK) and not _RULE_LINE.match(line)]
-    return lines
+    """Lines printed to stdout that contain a :data:`VERDICT_MARKS` word, in order, less the earlier verdicts a
+    notebook prints beside its current one (``verdict.history``) and the statements of registered rules."""
+    return [line.strip() for line in executed._stdout_lines(nb) if any(mark in line for mark in VERDICT_MARKS)
+            and not line.strip().startswith(EARLIER_MARK) and not _RULE_LINE.match(line)]
 
 
 def _partial(output: Path) -> Path:
@@ -248,10 +197,9 @@ def run_notebook(notebook: Path, output_dir: Path, profile: str, kernel_name: st
                  kernels: str | None = None) -> Result:
     """Execute one notebook with papermill into ``output_dir``; failures are returned, not raised.
 
-    The copy is saved beside its place while it runs (:func:`_partial`) and written there whole
-    at the end, also when the notebook failed; a copy that cannot be written whole (a full disk)
-    is removed, and the notebook has failed. ``kernels``: the folder the kernel's own folder goes
-    in (:attr:`_KernelManager.root`)."""
+    The copy is saved at :func:`_partial` while it runs and written whole at the end, also when the
+    notebook failed; one that cannot be written whole (a full disk) is removed, and the notebook has
+    failed. ``kernels``: the folder the kernel's folder goes in (:attr:`_KernelManager.root`)."""
     output = output_dir / notebook.name
     partial = _partial(output)
     # A copy left by an earlier run must not lend its verdicts to a run that fails early.
@@ -260,16 +208,9 @@ def run_notebook(notebook: Path, output_dir: Path, profile: str, kernel_name: st
     error, message = None, ""
     start = time.perf_counter()
     try:
-        papermill.execute_notebook(
-            notebook,
-            partial,
-            parameters={"PROFILE": profile},
-            cwd=notebook.parent,
-            kernel_name=kernel_name,
-            language="python",
-            progress_bar=False,
-            kernel_manager_class=manager,
-        )
+        papermill.execute_notebook(notebook, partial, parameters={"PROFILE": profile}, cwd=notebook.parent,
+                                   kernel_name=kernel_name, language="python", progress_bar=False,
+                                   kernel_manager_class=manager)
     except papermill.PapermillExecutionError as exc:
         error, message = exc.ename, exc.evalue
     except OSError as exc:   # a copy that cannot be written (a full disk), a kernel that cannot start
@@ -287,8 +228,7 @@ def run_notebook(notebook: Path, output_dir: Path, profile: str, kernel_name: st
             error, message = type(exc).__name__, str(exc)
     finally:
         partial.unlink(missing_ok=True)
-    verdicts = tuple(extract_verdicts(nb)) if nb is not None else ()
-    return Result(notebook.name, error, message, seconds, verdicts, output)
+    return Result(notebook.name, error, message, seconds, tuple(extract_verdicts(nb)) if nb is not None else (), output)
 
 
 # papermill changes the process's working directory while it executes a notebook, so one process
@@ -298,55 +238,30 @@ _ONE_NOTEBOOK_AT_A_TIME = threading.Lock()
 
 def run_notebook_task(notebook: Path, output_dir: Path, profile: str, kernel_name: str, topic: str | None,
                       kernels: str | None = None) -> Result:
-    """:func:`run_notebook` as a Dask task: logs a start event on ``topic`` (a dict with the
-    notebook's name and the worker's address), and fails clearly when the worker cannot see the
-    notebook (a worker of another machine without the repository at the same path)."""
+    """:func:`run_notebook` as a Dask task: logs a start event on ``topic`` (the notebook's name and the
+    worker's address), and fails clearly when the worker cannot see the notebook."""
     with _ONE_NOTEBOOK_AT_A_TIME:
-        return _run_notebook_task(notebook, output_dir, profile, kernel_name, topic, kernels)
-
-
-def _run_notebook_task(notebook: Path, output_dir: Path, profile: str, kernel_name: str, topic: str | None,
-                       kernels: str | None) -> Result:
-    if topic is not None:
-        try:
-            worker = get_worker()
-        except ValueError:  # called outside a worker
-            pass
-        else:
-            worker.log_event(topic, {"notebook": notebook.name, "worker": worker.address})
-    if not notebook.is_file():
-        message = (f"worker {cluster.worker_address()} has no file {notebook}; "
-                   f"workers must see the repository at the same path")
-        return Result(notebook.name, "FileNotFoundError", message, 0.0, (), output_dir / notebook.name)
-    return run_notebook(notebook, output_dir, profile, kernel_name, kernels)
-
-
-#: Seconds between the runner's "still running" lines, unless ``DLGN_HEARTBEAT_S`` says otherwise.
-HEARTBEAT_S = 30.0
+        if topic is not None:
+            get_worker().log_event(topic, {"notebook": notebook.name, "worker": cluster.worker_address()})
+        if not notebook.is_file():   # a worker of another machine without the repository at the same path
+            message = (f"worker {cluster.worker_address()} has no file {notebook}; "
+                       f"workers must see the repository at the same path")
+            return Result(notebook.name, "FileNotFoundError", message, 0.0, (), output_dir / notebook.name)
+        return run_notebook(notebook, output_dir, profile, kernel_name, kernels)
 
 
 def expected_seconds(notebooks: Sequence[Path], profile: str) -> dict[str, float]:
-    """Each notebook's last measured run time: the committed outputs' cell timings (quick) or
-    ``docs/full_results.json`` (full: an entry's ``cold_seconds`` where it has one, the time with
-    its runs trained from an empty cache, which a notebook recorded from runs trained beforehand
-    states beside its ``seconds``); notebooks without one are left out."""
-    from dlgn_lib.record import executed
-    out = {}
+    """Each notebook's last measured run time, where it has one: the committed outputs' cell timings (quick),
+    or ``docs/full_results.json`` (full: an entry's ``cold_seconds``, from an empty run cache, else ``seconds``)."""
     if profile == "full":
-        record = executed.FULL_RECORD
-        entries = files.read_json(record, what="the record of full runs").get("notebooks", {}) if record.exists() else {}
-        for nb in notebooks:
-            if notebook_id(nb) in entries:
-                entry = entries[notebook_id(nb)]
-                out[nb.name] = float(entry.get("cold_seconds", entry["seconds"]))
-        return out
-    for nb in notebooks:
-        committed = REPO_ROOT / "notebooks" / nb.name
-        if committed.exists():
-            seconds = executed.seconds_of(nbformat.read(committed, as_version=4))
-            if seconds:
-                out[nb.name] = seconds
-    return out
+        entries = (files.read_json(executed.FULL_RECORD, what="the record of full runs").get("notebooks", {})
+                   if executed.FULL_RECORD.exists() else {})
+        return {nb.name: float(entry.get("cold_seconds", entry["seconds"]))
+                for nb in notebooks if (entry := entries.get(notebook_id(nb))) is not None}
+    committed = {nb.name: REPO_ROOT / "notebooks" / nb.name for nb in notebooks}
+    seconds = {name: executed.seconds_of(nbformat.read(path, as_version=4))
+               for name, path in committed.items() if path.exists()}
+    return {name: s for name, s in seconds.items() if s}
 
 
 def longest_first(notebooks: Sequence[Path], expected: dict[str, float]) -> list[Path]:
@@ -362,19 +277,17 @@ def _minutes(seconds: float) -> str:
 
 
 def cell_progress(output: Path) -> str | None:
-    """Where papermill is in the notebook it is saving to ``output`` (:func:`_partial`: it saves
-    the notebook as each cell starts): "cell 14 of 32 for 3.5 min". None while the file is
-    missing, half written, or has no cell running."""
+    """Where papermill is in the notebook it saves to ``output`` as each cell starts: "cell 14 of 32 for
+    3.5 min"; None while the file is missing, half written, or has no cell running."""
     try:
         nb = json.loads(Path(output).read_text())
     except (OSError, ValueError):
         return None
     cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
     states = [c.get("metadata", {}).get("papermill", {}) for c in cells]
-    running = [k for k, state in enumerate(states) if state.get("status") == "running"]
-    if not running:
+    k = next((k for k, state in enumerate(states) if state.get("status") == "running"), None)
+    if k is None:
         return None
-    k = running[0]
     try:
         since = datetime.datetime.fromisoformat(states[k]["start_time"])
     except (KeyError, TypeError, ValueError):
@@ -385,30 +298,12 @@ def cell_progress(output: Path) -> str | None:
     return f"cell {k + 1} of {len(cells)} for {_minutes(max(in_cell, 0.0))}"
 
 
-def _progress_line(running: dict[str, float], done: set[str], total: int, elapsed: float,
-                  expected: dict[str, float], workers: int, cells: dict[str, str | None] | None = None) -> str:
-    """One "still running" line: each running notebook's time so far (and its last measured
-    time) and the cell it is in (``cells``: name → ``cell_progress``), the count done, and an
-    estimate of what is left (remaining measured time / workers)."""
-    now = time.perf_counter()
-    cells = cells or {}
-    parts = [f"{name} {_minutes(now - start)}" + (f" of ~{_minutes(expected[name])}" if name in expected else "")
-             + (f" ({cells[name]})" if cells.get(name) else "")
-             for name, start in sorted(running.items())]
-    left = sum(max(expected.get(name, 0.0) - (now - start), 0.0) for name, start in running.items())
-    left += sum(v for k, v in expected.items() if k not in running and k not in done)
-    estimate = f", about {_minutes(left / max(workers, 1))} left by the last measured times" if expected else ""
-    return (f"  ... {len(done)} of {total} done after {_minutes(elapsed)}{estimate}; "
-            f"running: {', '.join(parts) or 'none'}")
-
-
 def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile: str, kernel_name: str,
                    progress: Callable[[str], None] | None, *, expected: dict[str, float], heartbeat_s: float,
                    kernels: str | None) -> list[Result]:
-    """Submit one task per notebook, longest first by the ``expected`` seconds
-    (:func:`longest_first`), report them as they start and finish (and every ``heartbeat_s``
-    seconds, what is running and about how long is left); results in series order. The kernels'
-    folders go in ``kernels``."""
+    """One task per notebook, longest first by ``expected`` seconds; reports each start and end and, every
+    ``heartbeat_s`` seconds, what runs (its time, its last measured time, its cell) and an estimate of what
+    is left (the remaining measured time over the workers); results in series order."""
     topic = f"dlgn-series-{uuid.uuid4().hex}"   # one per call: runs sharing a cluster do not mix
     running: dict[str, float] = {}
     done: set[str] = set()
@@ -425,18 +320,23 @@ def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile:
 
         def heartbeat():
             while not stop.wait(heartbeat_s):
-                now_running = dict(running)
-                cells = {name: cell_progress(_partial(output_dir / name)) for name in now_running}
-                progress(_progress_line(now_running, set(done), len(notebooks), time.perf_counter() - begun,
-                                       expected, workers, cells))
+                now, now_running, finished = time.perf_counter(), dict(running), set(done)
+                parts = [f"{name} {_minutes(now - start)}"
+                         + (f" of ~{_minutes(expected[name])}" if name in expected else "")
+                         + (f" ({cell})" if (cell := cell_progress(_partial(output_dir / name))) else "")
+                         for name, start in sorted(now_running.items())]
+                left = sum(max(expected.get(name, 0.0) - (now - start), 0.0) for name, start in now_running.items())
+                left += sum(v for k, v in expected.items() if k not in now_running and k not in finished)
+                estimate = f", about {_minutes(left / workers)} left by the last measured times" if expected else ""
+                progress(f"  ... {len(finished)} of {len(notebooks)} done after {_minutes(now - begun)}{estimate}; "
+                         f"running: {', '.join(parts) or 'none'}")
         threading.Thread(target=heartbeat, daemon=True).start()
     submitted = time.perf_counter()
-    futures = {
-        client.submit(run_notebook_task, notebook, output_dir, profile, kernel_name, topic if progress else None,
-                      kernels, pure=False, key=f"notebook-{notebook.stem}-{uuid.uuid4().hex[:8]}",
-                      priority=len(order) - rank): notebook   # Dask starts higher priorities first
-        for rank, notebook in enumerate(order)
-    }
+    futures = {client.submit(run_notebook_task, notebook, output_dir, profile, kernel_name,
+                             topic if progress else None, kernels, pure=False,
+                             key=f"notebook-{notebook.stem}-{uuid.uuid4().hex[:8]}",
+                             priority=len(order) - rank): notebook   # Dask starts higher priorities first
+               for rank, notebook in enumerate(order)}
     results = {}
     try:
         for future in as_completed(futures, loop=client.loop):
@@ -451,12 +351,11 @@ def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile:
             done.add(notebook.name)
             if progress:
                 progress(f"  {notebook.name}: {result.status} in {result.seconds:.1f} s")
-    except KeyboardInterrupt:   # Ctrl-C: stop the rest, say what finished
+    except BaseException as exc:   # the notebooks not started yet need not run
         client.cancel(list(futures))
-        raise SeriesInterrupted([results[n] for n in notebooks if n in results],
-                                [n.name for n in notebooks if n not in results], profile) from None
-    except BaseException:   # interrupted otherwise: the notebooks not started yet need not run
-        client.cancel(list(futures))
+        if isinstance(exc, KeyboardInterrupt):   # Ctrl-C: say what finished
+            raise SeriesInterrupted([results[n] for n in notebooks if n in results],
+                                    [n.name for n in notebooks if n not in results], profile) from None
         raise
     finally:
         stop.set()
@@ -465,46 +364,22 @@ def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile:
     return [results[notebook] for notebook in notebooks]
 
 
-def run_series(
-    folder: Path | str | None = None,
-    *,
-    profile: str = "quick",
-    only: Iterable[str] | None = None,
-    kernel_name: str = CURRENT_INTERPRETER_KERNEL,
-    output_dir: Path | str | None = None,
-    progress: Callable[[str], None] | None = None,
-    workers: int | None = None,
-    scheduler: str | None = None,
-    client=None,
-) -> list[Result]:
-    """Execute the series (or the notebooks in ``only``) on Dask; one Result per notebook, in order.
+def run_series(folder: Path | str | None = None, *, profile: str = "quick", only: Iterable[str] | None = None,
+               kernel_name: str = CURRENT_INTERPRETER_KERNEL, output_dir: Path | str | None = None,
+               progress: Callable[[str], None] | None = None, workers: int | None = None,
+               scheduler: str | None = None) -> list[Result]:
+    """Execute the notebooks in ``folder`` (default: notebooks/), or those whose ids are in ``only``, on Dask into
+    ``output_dir`` (default: build/notebooks); one Result per notebook, in series order.
 
-    Args:
-        folder: where the notebooks are (default: the repository's notebooks/).
-        profile: value injected as ``PROFILE``; one of :data:`PROFILES`.
-        only: notebook ids such as ``"05"``; None runs them all.
-        kernel_name: Jupyter kernel; the default runs this interpreter, whatever specs are installed.
-        output_dir: where executed copies go (default: ``build/notebooks``).
-        progress: called with a line as each notebook starts and finishes (e.g. ``print``); it
-            may be called from the Dask client's thread.
-        workers: worker processes of the local cluster (default: one per core, at most one per
-            notebook).
-        scheduler: address of an existing Dask scheduler to use instead of a local cluster.
-        client: a ``distributed.Client`` to use as it is (no cluster is started or closed).
-
-    Raises:
-        ValueError: bad ``profile``, ``only``, ``kernel_name`` or ``workers``, ``workers`` with
-            ``scheduler``, or no notebooks in ``folder``; raised before any cluster is started.
-        cluster.ClusterUnavailable: ``scheduler`` cannot be reached or has no workers.
-        files.Refusal: ``output_dir`` is a file or read-only, ``DLGN_HEARTBEAT_S`` is not a number,
-            ``docs/full_results.json`` is damaged (full); raised before any cluster is started.
-            Also when ``series.json`` cannot be written: its ``finished`` are the results.
-    """
+    ``progress`` gets a line as each notebook starts and ends (maybe from the client's thread). ``workers``:
+    processes of the local cluster (default: one per core, at most one per notebook); ``scheduler``: an existing
+    cluster's address instead. Bad arguments (ValueError), an ``output_dir`` that is a file or read-only, a bad
+    ``DLGN_HEARTBEAT_S`` or a damaged full record (files.Refusal) are refused before any cluster starts;
+    cluster.ClusterUnavailable when ``scheduler`` cannot be reached; files.Refusal with the results as its
+    ``finished`` when ``series.json`` cannot be written."""
     check_profile(profile)
     _check_kernel(kernel_name)
     cluster.check_options(workers, scheduler)
-    if client is not None and (workers is not None or scheduler is not None):
-        raise ValueError("give a client, or workers/scheduler to start one, not both")
     notebooks = find_notebooks(folder)
     if not notebooks:
         raise ValueError(f"no notebooks named NN_*.ipynb in {display_path(folder or REPO_ROOT / 'notebooks')}")
@@ -513,24 +388,21 @@ def run_series(
     output_dir = _writable(Path(output_dir).resolve() if output_dir is not None else build_dir() / "notebooks")
     run = {"expected": expected_seconds(notebooks, profile),
            "heartbeat_s": files.env_float("DLGN_HEARTBEAT_S", HEARTBEAT_S, minimum=0.1)}
-    if workers is None and scheduler is None and client is None:
+    if workers is None and scheduler is None:
         workers = min(os.cpu_count() or 1, len(notebooks))
     # The kernels' folders, removed after the cluster, also when Ctrl-C ended the workers before
     # their kernels' cleanup; so are the copies those workers were saving.
     with tempfile.TemporaryDirectory(prefix="dlgn-kernels-", ignore_cleanup_errors=True) as run["kernels"]:
         try:
-            if client is not None:
+            with cluster.client(workers, scheduler) as client:
                 return _run_and_note(client, notebooks, output_dir, profile, kernel_name, progress, **run)
-            with cluster.client(workers, scheduler) as own_client:
-                return _run_and_note(own_client, notebooks, output_dir, profile, kernel_name, progress, **run)
         finally:
             for notebook in notebooks:
                 _partial(output_dir / notebook.name).unlink(missing_ok=True)
 
 
 def _writable(folder: Path) -> Path:
-    """``folder``, when it is a folder one can write in or can be made one (nothing is made); a
-    :class:`files.Refusal` naming the file in its way, or the read-only folder, otherwise."""
+    """``folder`` when it is, or can be made (nothing is made), a folder one can write in; else a Refusal."""
     existing = next(path for path in (folder, *folder.parents) if path.exists())
     if not existing.is_dir():
         raise files.Refusal(f"{display_path(existing)} is a file, not a folder")
@@ -539,22 +411,15 @@ def _writable(folder: Path) -> Path:
     return folder
 
 
-#: What ``series run`` writes beside the executed copies: how the whole run went.
-from dlgn_lib.record.executed import SERIES_NOTE  # noqa: E402 (the note this runner writes)
-
-
 def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: str, kernel_name: str,
                   progress: Callable[[str], None] | None, **run) -> list[Result]:
-    """:func:`_run_on_client`, then :data:`SERIES_NOTE` in ``output_dir``: the run's wall time
-    from start to the last notebook's end, its workers, whether the run cache was empty at the
-    start, the CPU, code path and code version, and each notebook's status and time (what
-    ``report record`` reads to record a cold series). An interrupted run writes none; when the note
-    cannot be written, the :class:`files.Refusal` carries the results (``finished``)."""
-    from dlgn_lib import locations, numerics
+    """:func:`_run_on_client`, then :data:`SERIES_NOTE` in ``output_dir`` (what ``report record`` reads to
+    record a cold series); an interrupted run writes none, and a Refusal to write it carries the results."""
+    from dlgn_lib import numerics
     from dlgn_lib.record.provenance import code_version, machine_label
     files.writable_folder(output_dir)
     (output_dir / SERIES_NOTE).unlink(missing_ok=True)   # a note of an earlier run here is not this run's
-    runs = locations.runs_dir()
+    runs = runs_dir()
     cache_empty = not runs.is_dir() or not any(runs.iterdir())
     workers = len(client.scheduler_info().get("workers", {}))
     started, begun = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
@@ -577,71 +442,55 @@ def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: 
 
 
 def execute_in_place(notebooks: Sequence[Path], progress: Callable[[str], None] | None = print) -> None:
-    """Re-execute committed notebooks in place (their ``PROFILE`` as written, i.e. quick), as a
-    maintainer does after a change: outputs, timings and widget state are stored in the file.
+    """Re-execute committed notebooks in place (their ``PROFILE`` as written), storing outputs, timings and
+    widget state in the file, as a maintainer does after a change.
 
-    A notebook's figures are moved aside first, so that it saves every figure anew and prints
-    "saved" as a run from a clean checkout does; they come back when the notebook fails, which is
-    then left unchanged. Figures go to the repository's ``figures/`` unless ``DLGN_FIGURES_DIR``
-    says otherwise.
-    """
-    from dlgn_lib import locations
+    A notebook's figures are moved aside first, so that it saves each anew and prints "saved" as a run from a
+    clean checkout does; they come back when it fails, and it is left unchanged. Figures go to the
+    repository's ``figures/`` unless ``DLGN_FIGURES_DIR`` says otherwise."""
+    from nbclient import NotebookClient
     # committed outputs save into the repository's figures/, as `make figures` does (the default
     # of a notebook run by hand is build/figures); the kernels inherit the variable
     unset = not os.environ.get("DLGN_FIGURES_DIR")
     if unset:
-        os.environ["DLGN_FIGURES_DIR"] = str(locations.REPO_ROOT / "figures")
+        os.environ["DLGN_FIGURES_DIR"] = str(REPO_ROOT / "figures")
     try:
-        _execute_in_place(notebooks, locations.figures_dir(), progress)
+        figures = figures_dir()
+        build_dir().mkdir(parents=True, exist_ok=True)
+        for path in notebooks:
+            with tempfile.TemporaryDirectory(dir=build_dir(), prefix=".outputs-") as scratch:
+                aside = sorted(figures.glob(f"{notebook_id(path)}_*"))
+                for figure in aside:
+                    shutil.move(figure, Path(scratch) / figure.name)
+                nb = nbformat.read(path, as_version=4)
+                start = time.perf_counter()
+                try:
+                    NotebookClient(nb, kernel_name=CURRENT_INTERPRETER_KERNEL, kernel_manager_class=_KernelManager,
+                                   resources={"metadata": {"path": str(path.parent)}}, record_timing=True,
+                                   store_widget_state=True, timeout=None).execute()
+                except BaseException:
+                    for figure in aside:
+                        shutil.move(Path(scratch) / figure.name, figure)
+                    raise
+                files.write_atomic(path, nbformat.writes(nb) + "\n")   # as nbformat.write ends a file
+                if progress:
+                    progress(f"{path.name}: executed in place in {time.perf_counter() - start:.0f} s")
     finally:
         if unset:
             del os.environ["DLGN_FIGURES_DIR"]
 
 
-def _execute_in_place(notebooks, figures: Path, progress) -> None:
-    import shutil
-    import tempfile
-
-    from nbclient import NotebookClient
-    build_dir().mkdir(parents=True, exist_ok=True)
-    for path in notebooks:
-        with tempfile.TemporaryDirectory(dir=build_dir(), prefix=".outputs-") as scratch:
-            aside = sorted(figures.glob(f"{notebook_id(path)}_*"))
-            for figure in aside:
-                shutil.move(figure, Path(scratch) / figure.name)
-            nb = nbformat.read(path, as_version=4)
-            start = time.perf_counter()
-            try:
-                NotebookClient(nb, kernel_name=CURRENT_INTERPRETER_KERNEL, kernel_manager_class=_KernelManager,
-                               resources={"metadata": {"path": str(path.parent)}}, record_timing=True,
-                               store_widget_state=True, timeout=None).execute()
-            except BaseException:
-                for figure in aside:
-                    shutil.move(Path(scratch) / figure.name, figure)
-                raise
-            files.write_atomic(path, nbformat.writes(nb) + "\n")   # as nbformat.write ends a file
-            if progress:
-                progress(f"{path.name}: executed in place in {time.perf_counter() - start:.0f} s")
-
-
 def format_summary(results: Sequence[Result]) -> str:
     """A plain-text table: notebook, status, seconds, verdict; then failures and a count line."""
     header = ("notebook", "status", "seconds", "verdict")
-    rows = [
-        (r.notebook, r.status, f"{r.seconds:.1f}", " | ".join(r.verdicts) or NO_VERDICT) for r in results
-    ]
+    rows = [(r.notebook, r.status, f"{r.seconds:.1f}", " | ".join(r.verdicts) or NO_VERDICT) for r in results]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(3)]
-
-    def line(row):
-        name, status, seconds, verdict = row
-        return f"{name:<{widths[0]}}  {status:<{widths[1]}}  {seconds:>{widths[2]}}  {verdict}"
-
-    lines = [line(header), line(tuple("-" * w for w in widths) + ("-" * len("verdict"),))]
-    lines += [line(row) for row in rows]
+    rule = (*("-" * w for w in widths), "-" * len("verdict"))
+    lines = [f"{name:<{widths[0]}}  {status:<{widths[1]}}  {seconds:>{widths[2]}}  {verdict}"
+             for name, status, seconds, verdict in [header, rule, *rows]]
     failed = [r for r in results if not r.ok]
-    for r in failed:
-        first_line = r.message.strip().splitlines()[0] if r.message.strip() else ""
-        lines.append(f"{r.notebook}: {r.error}: {first_line}  (see {display_path(r.output)})")
+    lines += [f"{r.notebook}: {r.error}: {(r.message.strip().splitlines() or [''])[0]}  (see {display_path(r.output)})"
+              for r in failed]
     lines.append(f"notebooks: {len(results)}, ok: {len(results) - len(failed)}, failed: {len(failed)}")
     return "\n".join(lines)
 
@@ -656,41 +505,24 @@ def _positive_int(text: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.series", description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="execute the notebooks and print a summary")
+    run = parser.add_subparsers(dest="command", required=True).add_parser(
+        "run", help="execute the notebooks and print a summary")
     run.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default: quick)")
     run.add_argument("--only", nargs="+", metavar="ID", help="notebook ids to run, e.g. 05 07 (default: all)")
-    run.add_argument(
-        "--kernel",
-        default=CURRENT_INTERPRETER_KERNEL,
-        help=f"Jupyter kernel name (default: {CURRENT_INTERPRETER_KERNEL}, this Python interpreter)",
-    )
+    run.add_argument("--kernel", default=CURRENT_INTERPRETER_KERNEL,
+                     help=f"Jupyter kernel name (default: {CURRENT_INTERPRETER_KERNEL}, this Python interpreter)")
     run.add_argument("--notebooks", type=Path, help="notebooks folder (default: the repository's notebooks/)")
     run.add_argument("--output", type=Path, help="folder of the executed copies (default: build/notebooks)")
     where = run.add_mutually_exclusive_group()
-    where.add_argument(
-        "--workers",
-        type=_positive_int,
-        metavar="N",
-        help="worker processes of the local Dask cluster (default: one per core, at most one per notebook)",
-    )
-    where.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="run on an existing Dask cluster, e.g. tcp://HOST:8786, instead of a local one",
-    )
+    where.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes of the local Dask "
+                       "cluster (default: one per core, at most one per notebook)")
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run on an existing Dask cluster, e.g. tcp://HOST:8786, instead of a local one")
     args = parser.parse_args(argv)
     try:
-        results = run_series(
-            args.notebooks,
-            profile=args.profile,
-            only=args.only,
-            kernel_name=args.kernel,
-            progress=lambda text: print(text, flush=True),
-            workers=args.workers,
-            scheduler=args.scheduler,
-            output_dir=args.output,
-        )
+        results = run_series(args.notebooks, profile=args.profile, only=args.only, kernel_name=args.kernel,
+                             output_dir=args.output, progress=lambda text: print(text, flush=True),
+                             workers=args.workers, scheduler=args.scheduler)
     except (ValueError, cluster.ClusterUnavailable) as exc:  # notebook failures are results, not errors
         parser.error(str(exc))
     except (KeyboardInterrupt, files.Refusal) as exc:   # what finished is shown before the one line
