@@ -1,7 +1,6 @@
-"""The record of ``full`` runs, ``docs/full_results.json``: writing it from executed notebooks
-(``python -m dlgn_lib.record.report record FOLDER``), and reading it: each notebook's measured verdicts,
-the rule it was run under, and each claim's parts under rules v4 (with the machines a part was
-read on)."""
+"""The record of ``full`` runs, ``docs/full_results.json``: written from executed notebooks by
+``python -m dlgn_lib.record.report record FOLDER``; read for each notebook's verdicts, its rule and
+each claim's parts under rules v4."""
 from __future__ import annotations
 
 import fnmatch
@@ -19,10 +18,7 @@ from .executed import (FULL_RECORD, SERIES_NOTE, _notebooks, _record_of, _unfini
 
 __all__ = ["key_check", "recorded_for"]
 
-
 NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
-
-
 #: The claims of the paper's abstract (paraphrased; the one wording every table uses) and the
 #: notebooks that test each.
 CLAIMS = (
@@ -45,20 +41,9 @@ FULL_SETTING = "a 2-core CPU, one torch thread per process"
 
 
 def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool = False) -> dict:
-    """Write the ``full`` record from notebooks executed with ``PROFILE=full`` in ``folder``.
-
-    Everything is checked before the record is touched (``_checked_folder``); a refusal names the
-    file and the reason, and the record is written atomically, so a refusal, a full disk or
-    Ctrl-C leaves it byte for byte. Each notebook's verdicts and duration replace the old entry,
-    whose ``note`` (how it was run) is kept, and whose records of other machines are kept while
-    the rule is the same. The folder's ``series.json`` (written by ``series run``), when there is
-    one, is recorded under ``series``, keyed by its notebook ids: the run's wall time, workers,
-    and whether its run cache was empty.
-
-    ``another_machine``: the folder holds the same rule's ``full`` run on another CPU or code path;
-    it is kept beside the entry (``other_machines``), which it does not replace, so that a check
-    whose outcome differs between the two is machine-sensitive (``machine_sensitive``).
-    """
+    """Write the ``full`` record from the notebooks of ``folder`` (checked first; written atomically),
+    keeping each entry's ``note`` and its same-rule ``other_machines``; ``another_machine``: add the
+    folder's run to ``other_machines`` instead of replacing the entry."""
     old = full_record(record) or {"notebooks": {}}
     if not isinstance(old.get("notebooks"), dict):
         raise Refusal(f"{display_path(record)} has no \"notebooks\" mapping (the record of full runs)")
@@ -68,36 +53,30 @@ def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool 
     machine = {k: v for k, v in provenance.machine().items() if k not in ("numerics", "aten_cpu_capability", "mkl_cbwr",
                                                                       "numpy_disabled_features", "onednn_max_cpu_isa")}
     version = provenance.code_version()
-    entries = {}
-    for nb_id, path in found.items():
-        entry = _record_of(path)
-        entry["code_version"], entry["machine"] = version, machine
-        entry["code_path"] = code_path_of(path)
-        entry["rule"] = current_rule(nb_id)
+    for nb_id, path in found.items():   # a refusal midway leaves the file untouched: it is written last
+        entry = {**_record_of(path), "code_version": version, "machine": machine, "code_path": code_path_of(path),
+                 "rule": current_rule(nb_id)}
         previous = old["notebooks"].get(nb_id, {})
-        if another_machine and previous.get("rule") != entry["rule"]:
-            raise Refusal(f"{display_path(path)}: ran under rule v{entry['rule']}, but the record of {nb_id} "
-                          f"is of rule v{previous.get('rule')}: record this machine's run first (without "
-                          "--another-machine); nothing recorded")
-        entries[nb_id] = (entry, previous)
-    for nb_id, (entry, previous) in entries.items():
         if another_machine:
-            key = (entry["machine"].get("cpu_family_model_stepping"), entry["code_path"])
-            others = [o for o in previous.get("other_machines", [])
-                      if (o["machine"].get("cpu_family_model_stepping"), o["code_path"]) != key]
-            previous["other_machines"] = others + [entry]
+            if previous.get("rule") != entry["rule"]:
+                raise Refusal(f"{display_path(path)}: ran under rule v{entry['rule']}, but the record of {nb_id} "
+                              f"is of rule v{previous.get('rule')}: record this machine's run first (without "
+                              "--another-machine); nothing recorded")
+            key = (machine.get("cpu_family_model_stepping"), entry["code_path"])
+            previous["other_machines"] = [o for o in previous.get("other_machines", [])
+                                          if (o["machine"].get("cpu_family_model_stepping"), o["code_path"]) != key]
+            previous["other_machines"].append(entry)
             continue
         entry["note"] = previous.get("note", "")
-        kept = [o for o in previous.get("other_machines", []) if o.get("rule") == entry["rule"]]
-        if kept:
+        if kept := [o for o in previous.get("other_machines", []) if o.get("rule") == entry["rule"]]:
             entry["other_machines"] = kept
         old["notebooks"][nb_id] = entry
-    if run is not None and not another_machine:
-        key = " ".join(sorted(found))
-        run["note"] = old.get("series", {}).get(key, {}).get("note", run.get("note", ""))
-        old.setdefault("series", {})[key] = run
     if not another_machine:
         old["about"] = _ABOUT
+        if run is not None:
+            key = " ".join(sorted(found))
+            run["note"] = old.get("series", {}).get(key, {}).get("note", run.get("note", ""))
+            old.setdefault("series", {})[key] = run
     write_atomic(record, json.dumps(old, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     return old
 
@@ -115,16 +94,8 @@ _ABOUT = ("Verdicts and runtimes of the series executed with PROFILE=full (pytho
           "machine-sensitive, and a part it decides is INCONCLUSIVE (rules v4).")
 
 
-#: What a ``series run`` note must hold to be one (a file without them is foreign).
-_SERIES_KEYS = ("profile", "notebooks", "seconds", "workers")
-
-
 def _checked_folder(folder: Path) -> tuple[dict[str, Path], dict | None]:
-    """The executed notebooks of ``folder`` (id -> path) and its ``series.json`` (None when it has
-    none), each checked: the folder is one; every notebook is one of the series, ran under
-    ``full``, finished (``executed._unfinished``) and printed a ``full`` verdict of each claim
-    registered to it; the note is a ``series run`` note (``_SERIES_KEYS``) of these notebooks
-    under ``full`` in which each finished. Anything else is a :class:`Refusal` naming the file."""
+    """The folder's notebooks (id -> path) and its finished ``full`` series note (or None), else a Refusal."""
     if not folder.is_dir():
         raise Refusal(f"{display_path(folder)} {'is a file, not a folder' if folder.exists() else 'does not exist'}")
     found = _notebooks(folder)
@@ -139,7 +110,7 @@ def _checked_folder(folder: Path) -> tuple[dict[str, Path], dict | None]:
     if not note.exists():
         return found, None
     run = read_json(note, what="the note of `series run`")
-    missing = [k for k in _SERIES_KEYS if k not in run]
+    missing = [k for k in ("profile", "notebooks", "seconds", "workers") if k not in run]   # else a foreign file
     if missing or not isinstance(run["notebooks"], dict):
         missing = missing or ["notebooks mapping"]
         raise Refusal(f"{display_path(note)}: not a note of `series run` (no {', '.join(missing)}); nothing recorded")
@@ -159,7 +130,8 @@ def _not_full_run(nb_id: str, path: Path) -> str | None:
         nb = nbformat.read(path, as_version=4)
         verdicts = verdicts_of(nb)
     except (OSError, ValueError) as err:
-        return f"not a readable executed notebook ({str(err).splitlines()[0][:200] if str(err) else type(err).__name__})"
+        why = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+        return f"not a readable executed notebook ({why})"
     params = nb.metadata.get("papermill", {}).get("parameters", {})
     if params.get("PROFILE") != "full":
         return f"executed with parameters {params}, not PROFILE='full'"
@@ -182,32 +154,28 @@ class Measured:
     full_seconds: float | None
     full_note: str
     full_rule: int | None = None   # the rule version the full run was recorded under (None: before rules v3)
-    full_cold_seconds: float | None = None   # with its runs trained from an empty cache (the record's cold_seconds, else seconds)
+    full_cold_seconds: float | None = None   # its runs trained from an empty cache (cold_seconds, else seconds)
 
 
 def measured(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> dict[str, Measured]:
+    """Each executed notebook's :class:`Measured`, its ``full`` part from the record."""
     full = full_record(record).get("notebooks", {})
     out = {}
     for nb_id, path in _notebooks(notebooks_dir).items():
-        nb = nbformat.read(path, as_version=4)
-        entry = full.get(nb_id)
-        out[nb_id] = Measured(nb_id, path.stem, verdicts_of(nb), seconds_of(nb),
-                              _verdicts_from_record(entry) if entry else None,
-                              entry["seconds"] if entry else None, entry.get("note", "") if entry else "",
-                              entry.get("rule") if entry else None,
-                              entry.get("cold_seconds", entry["seconds"]) if entry else None)
+        nb, entry = nbformat.read(path, as_version=4), full.get(nb_id)
+        recorded = ((_verdicts_from_record(entry), entry["seconds"], entry.get("note", ""), entry.get("rule"),
+                     entry.get("cold_seconds", entry["seconds"])) if entry else (None, None, "", None, None))
+        out[nb_id] = Measured(nb_id, path.stem, verdicts_of(nb), seconds_of(nb), *recorded)
     return out
 
 
 def recorded_full(notebook: str | None, claim: str, record: Path | None = None) -> str:
-    """The ``full`` verdict of ``claim`` recorded for ``notebook`` in ``docs/full_results.json``, as
-    "SUPPORTED (4 of 4 checks pass)", or "not recorded"; a record from before the notebook's current
-    rule says so ("… under rule v2; no full run under rule v3 yet")."""
+    """The recorded ``full`` verdict of ``claim`` in ``notebook``, e.g. "SUPPORTED (4 of 4 checks pass)"."""
     from ..verdict import FAIL, INCONCLUSIVE, NOT_RECORDED
     if notebook is None:
         return NOT_RECORDED
     try:
-        entry = json.loads((FULL_RECORD if record is None else record).read_text())["notebooks"].get(notebook)
+        entry = json.loads((record or FULL_RECORD).read_text())["notebooks"].get(notebook)
     except (OSError, ValueError):
         return NOT_RECORDED
     for v in _verdicts_from_record(entry) if entry else []:
@@ -224,9 +192,7 @@ def recorded_full(notebook: str | None, claim: str, record: Path | None = None) 
 
 
 def recorded_for(notebook: str, spread: dict | None = None):
-    """What the record says about ``notebook``, for its verdict lines (``verdict.Recorded``): the
-    recorded ``full`` result of each claim, and each check's outcome under the code paths of the
-    spread record (``reproduce.check_outcomes``; ``spread``: that record, read when not given)."""
+    """What the record says about ``notebook``, for its verdict lines (``verdict.Recorded``)."""
     from . import reproduce
     from ..verdict import Recorded, combination_rule
     return Recorded(full={claim: recorded_full(notebook, claim) for claim in combination_rule()["claims"]},
@@ -240,8 +206,7 @@ def current_rule(notebook: str) -> int:
 
 
 def _recorded_rule(rule: int | None, notebook: str) -> int | None:
-    """The rule a full record entry ran under: its ``rule``, or, for an entry recorded before rules
-    v3 (no version), the notebook's current rule while that is below v3, else None (unknown)."""
+    """An entry's rule; without one (before rules v3) the current rule while below v3, else None."""
     if rule is not None:
         return rule
     now = current_rule(notebook)
@@ -249,32 +214,20 @@ def _recorded_rule(rule: int | None, notebook: str) -> int | None:
 
 
 def full_is_current(m: Measured) -> bool:
-    """Whether the recorded full run of a notebook ran under its current rule. An entry recorded
-    before rules v3 says no rule version; it is current while the notebook has no v3 rule."""
-    if m.full is None:
-        return False
-    return _recorded_rule(m.full_rule, m.notebook) == current_rule(m.notebook)
+    """Whether the recorded full run of a notebook ran under its current rule."""
+    return m.full is not None and _recorded_rule(m.full_rule, m.notebook) == current_rule(m.notebook)
 
 
-def machine_sensitive(entry: dict) -> set[str]:
-    """The checks of a notebook's full record whose outcome differs between the CPUs and code paths
-    it was run on (the entry and its ``other_machines``): machine-sensitive under rules v4."""
-    outcomes: dict[str, set] = {}
-    for one in [entry, *entry.get("other_machines", [])]:
-        for v in _verdicts_from_record(one):
-            for c in v.checks:
-                outcomes.setdefault(c.name, set()).add(c.outcome)
-    return {name for name, seen in outcomes.items() if len(seen) > 1}
+def _checks(entry: dict) -> list:
+    return [c for v in _verdicts_from_record(entry) for c in v.checks]
 
 
 def _part_word_across_machines(entry: dict, claim: str, label: str, patterns: list[str]) -> tuple[str, bool] | None:
-    """A part's word in one notebook's full record, read on every machine it was run on: the
-    common word, or INCONCLUSIVE when the machines' words differ, or when they all say DOES NOT
-    HOLD but no check of the part fails on every machine (each fails on other checks). Returns
-    (word, whether the machines disagreed), or None when the entry decides no such part."""
+    """(word, machines disagree) of a part in an entry and its ``other_machines``; None if not decided there."""
     from dlgn_lib import parts
+    machines = [entry, *entry.get("other_machines", [])]
     words = []
-    for one in [entry, *entry.get("other_machines", [])]:
+    for one in machines:
         found = [p for p in one.get("parts", []) if (p["claim"], p["label"]) == (claim, label)]
         if not found:
             return None
@@ -282,26 +235,22 @@ def _part_word_across_machines(entry: dict, claim: str, label: str, patterns: li
     if len(set(words)) > 1:
         return parts.INCONCLUSIVE, True
     if words[0] == parts.DOES_NOT_HOLD and len(words) > 1:
-        failing = None
-        for one in [entry, *entry.get("other_machines", [])]:
-            names = {c.name for v in _verdicts_from_record(one) for c in v.checks if c.outcome == "fail"
-                     and any(fnmatch.fnmatchcase(c.name, p + "*") for p in patterns)}
-            failing = names if failing is None else failing & names
+        # all say DOES NOT HOLD: inconclusive unless one check of the part fails on every machine
+        failing = set.intersection(*({c.name for c in _checks(one) if c.outcome == "fail" and any(
+            fnmatch.fnmatchcase(c.name, p + "*") for p in patterns)} for one in machines))
         if not failing:
             return parts.INCONCLUSIVE, True
     return words[0], False
 
 
 def sensitive_parts(claim: str, record: dict) -> set[str]:
-    """The labels of ``claim``'s parts that a notebook's full records on several machines read
-    differently (``_part_word_across_machines``): machine-sensitive, counted INCONCLUSIVE."""
+    """The labels of ``claim``'s parts that the full records of several machines read differently."""
     from dlgn_lib import parts
     out = set()
     for label, part in parts.registered_parts(claim).items():
         for n in dict.fromkeys(r["notebook"] for r in part["checks"]):
-            entry = record.get("notebooks", {}).get(n) or {}
-            read = _part_word_across_machines(entry, claim, label, _part_patterns(part, n)) if entry else None
-            if read and read[1]:
+            entry = record.get("notebooks", {}).get(n)
+            if entry and (read := _part_word_across_machines(entry, claim, label, _part_patterns(part, n))) and read[1]:
                 out.add(label)
     return out
 
@@ -312,22 +261,16 @@ def _part_patterns(part: dict, notebook: str) -> list[str]:
 
 
 def part_words(claim: str, record: dict) -> dict[str, tuple[str, list[str]]]:
-    """Each registered part of ``claim`` (rules v4, ``dl.parts``) under full: label → (its word,
-    the notebooks still without a full record under rules v4 that decide it). A part's word
-    combines the words it has in each notebook's record (``dl.parts.combine``); a part decided by a
-    v3 rule's worst cases (C1, C3: ``decided_by``) is read from those recorded checks. The word is
-    "pending" while a notebook is missing."""
+    """Each part of ``claim`` under full (rules v4): label → (its word, the notebooks without a v4 full record)."""
     from dlgn_lib import parts
     out = {}
     for label, part in parts.registered_parts(claim).items():
-        notebooks = list(dict.fromkeys(r["notebook"] for r in part["checks"]))
         words, undecided, missing = [], False, []
-        for n in notebooks:
+        for n in dict.fromkeys(r["notebook"] for r in part["checks"]):
             entry = record.get("notebooks", {}).get(n)
-            if "decided_by" in part and entry:
-                checks = [c for v in _verdicts_from_record(entry) for c in v.checks]
-                mine = [c for r in part["checks"] for c in checks if fnmatch.fnmatchcase(c.name, r["check"] + "*")]
-                outcomes = {c.outcome for c in mine}
+            if "decided_by" in part and entry:   # decided by a v3 rule's worst cases (C1, C3): its recorded checks
+                outcomes = {c.outcome for r in part["checks"] for c in _checks(entry)
+                            if fnmatch.fnmatchcase(c.name, r["check"] + "*")}
                 words.append(parts.HOLDS if outcomes == {"pass"} else parts.DOES_NOT_HOLD if "fail" in outcomes
                              else parts.INCONCLUSIVE)
                 continue
@@ -353,11 +296,8 @@ def part_words(claim: str, record: dict) -> dict[str, tuple[str, list[str]]]:
 
 
 def key_check(claim: str, label: str, record: dict):
-    """The check that speaks for a part in the full record (its key number): a failing check when
-    the part does not hold, an inconclusive one when it is inconclusive, else the passing check
-    nearest its bar (its interval's end to the bar, relative to the bar's size). For a like-for-like
-    part, the other net's checks (the ones held to the DLGN's bar), or the DLGN's where its own
-    check left the part undecided. None when no v4 record has one."""
+    """The check that speaks for a part in the full record: its failing or inconclusive check, else the
+    passing check nearest its bar (like for like: the other net's checks); None when none is recorded."""
     from dlgn_lib import parts
     word = part_words(claim, record).get(label, ("pending", []))[0]
     part = parts.registered_parts(claim)[label]
@@ -366,9 +306,8 @@ def key_check(claim: str, label: str, record: dict):
         entry = record.get("notebooks", {}).get(r["notebook"]) or {}
         if not entry or ((entry.get("rule") or 0) < 4 and "decided_by" not in part):
             continue
-        checks = [c for v in _verdicts_from_record(entry) for c in v.checks]
-        found += [c for c in checks if fnmatch.fnmatchcase(c.name, r.get("other", r.get("check")) + "*")]
-        dlgn += [c for c in checks if "dlgn" in r and fnmatch.fnmatchcase(c.name, r["dlgn"] + "*")]
+        found += [c for c in _checks(entry) if fnmatch.fnmatchcase(c.name, r.get("other", r.get("check")) + "*")]
+        dlgn += [c for c in _checks(entry) if "dlgn" in r and fnmatch.fnmatchcase(c.name, r["dlgn"] + "*")]
     if not found:
         return None
     # an undecided or failing part: its check of that outcome (the DLGN's, where the other net's
@@ -379,8 +318,7 @@ def key_check(claim: str, label: str, record: dict):
 
 
 def margin(c) -> float:
-    """A recorded check's interval end (its value, without one) to its bar, relative to the bar's
-    size: negative on the wrong side, infinite when it has no number."""
+    """A check's interval end (else value) to its bar, relative to the bar; negative on the wrong side."""
     try:
         bar = float(c.threshold)
         end = float(c.low if c.op.startswith(">") else c.high) if c.low is not None else float(c.value)
@@ -390,6 +328,5 @@ def margin(c) -> float:
 
 
 def full_record(path: Path = FULL_RECORD) -> dict:
-    """The ``full`` record (``docs/full_results.json``), or an empty one when there is none; a
-    :class:`Refusal` naming it when it is not a JSON object."""
+    """The ``full`` record, ``{}`` when there is none; a Refusal naming it when it is not a JSON object."""
     return read_json(path, what="the record of full runs") if path.exists() else {}
