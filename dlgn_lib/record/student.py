@@ -1,16 +1,9 @@
 """The student edition: the notebooks to hand out, with nothing a student should find ready-made.
 
-``python -m dlgn_lib.record.student OUT`` (``make student`` writes ``build/student``) copies every notebook
-of the series with:
-
-- outputs and execution counts cleared (students run the cells and see the verdicts themselves);
-- the cells tagged ``results`` and ``finds`` left out (they report the measured numbers and verdicts);
-- the test suite's markers (``# NBVAL_IGNORE_OUTPUT`` …) taken out of the code;
-- the exercises kept.
-
-Solutions and the course guide live in ``teaching/``, never in ``notebooks/`` (the folder ``make
-lab`` serves) and never in the edition; ``leaked_solution_lines`` is the check that none of their
-text got in.
+``python -m dlgn_lib.record.student OUT`` (``make student``: ``build/student``): every notebook with
+outputs and execution counts cleared, the cells tagged ``results`` and ``finds`` left out, nbval's
+markers taken out of the code, the exercises kept; it fails when a line of the worked solutions
+(``teaching/SOLUTIONS.md``) got in.
 """
 from __future__ import annotations
 
@@ -28,18 +21,12 @@ from ..files import Refusal, command, writable_folder
 
 __all__ = ["main", "without_test_markers"]
 
-#: A line of nbval's markers (``# NBVAL_IGNORE_OUTPUT``, ``# NBVAL_SKIP``, …), for the tests, not readers.
-_MARKER = re.compile(r"^[ \t]*#[ \t]*NBVAL_[A-Z_]+[^\n]*(\n|$)", re.M)
-
-
-def without_test_markers(source: str) -> str:
-    """A code cell's source without nbval's marker lines (the book and the student edition show these)."""
-    return _MARKER.sub("", source)
-
 NOTEBOOKS_DIR = locations.REPO_ROOT / "notebooks"
 SOLUTIONS = locations.REPO_ROOT / "teaching" / "SOLUTIONS.md"
 #: Solution lines shorter than this are too generic to count as leaked text ("```python").
 MIN_LINE = 40
+#: A line of nbval's markers (``# NBVAL_IGNORE_OUTPUT``, ``# NBVAL_SKIP``, …), for the tests, not readers.
+_MARKER = re.compile(r"^[ \t]*#[ \t]*NBVAL_[A-Z_]+[^\n]*(\n|$)", re.M)
 
 README = """# Half-space feature learning: student notebooks
 
@@ -50,9 +37,12 @@ end of each notebook. Trained runs are cached, so a second run of a notebook tak
 """
 
 
+def without_test_markers(source: str) -> str:
+    """A code cell's source without nbval's marker lines."""
+    return _MARKER.sub("", source)
+
+
 def _student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of ``nb`` with outputs cleared, test markers taken out, and the ``results`` and ``finds``
-    cells left out."""
     copy = nbformat.from_dict(nb)
     copy.cells = [c for c in copy.cells if not {"results", "finds"} & set(c.metadata.get("tags", []))]
     for cell in copy.cells:
@@ -65,9 +55,8 @@ def _student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def write_edition(out: Path | str, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
-    """Write the student edition into ``out``, replaced whole once every file is written; returns the
-    notebooks written. A full disk, a read-only folder or Ctrl-C leaves the old edition and no
-    temporary folder; a failed write is a :class:`Refusal` naming ``out``."""
+    """Write the student edition into ``out``, replaced whole once every file is written (a failed
+    write or Ctrl-C leaves the old edition and no temporary folder); returns the notebooks written."""
     out = Path(out)
     notebooks = locations.find_notebooks(notebooks_dir)
     if not notebooks:
@@ -98,12 +87,9 @@ def write_edition(out: Path | str, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[
 
 
 def solution_lines(solutions: Path = SOLUTIONS, notebooks=None) -> set[str]:
-    """The distinctive lines of the worked solutions (inside their folded ``<details>`` blocks):
-    long enough, and not text the notebooks themselves show (a snippet may repeat one of the
-    notebook's calls, or print a table header the notebook prints too; ``notebooks``: their paths,
-    default the committed series). What only the solutions hold stays distinctive."""
-    text = solutions.read_text()
-    blocks = re.findall(r"<details>(.*?)</details>", text, flags=re.S)
+    """The lines of the folded ``<details>`` solutions long enough to be distinctive and not shown by
+    the notebooks themselves (``notebooks``: their paths, default the committed series)."""
+    blocks = re.findall(r"<details>(.*?)</details>", solutions.read_text(), flags=re.S)
     lines = {line.strip() for block in blocks for line in block.splitlines() if len(line.strip()) >= MIN_LINE}
     own = "\n".join(readable_text(p) for p in (locations.find_notebooks() if notebooks is None else notebooks))
     return {line for line in lines if line not in own}
@@ -122,13 +108,11 @@ def leaked_solution_lines(edition: Path, solutions: Path = SOLUTIONS) -> dict[st
 
 
 def readable_text(path: Path) -> str:
-    """What a reader of the file sees: a notebook's cell sources and text outputs (its JSON
-    escapes quotes and backslashes), any other file as it is."""
+    """What a reader of the file sees: a notebook's cell sources and text outputs, any other file as it is."""
     if path.suffix != ".ipynb":
         return path.read_text(errors="replace")
-    nb = nbformat.read(path, as_version=4)
     parts = []
-    for cell in nb.cells:
+    for cell in nbformat.read(path, as_version=4).cells:
         parts.append(cell.source)
         for output in cell.get("outputs", []):
             parts.append(str(output.get("text", "")))
@@ -138,13 +122,12 @@ def readable_text(path: Path) -> str:
 
 @command
 def main(argv: list[str] | None = None) -> int:
-    """The command line, ``python -m dlgn_lib.record.student`` (the module's docstring says what it does)."""
+    """The command line, ``python -m dlgn_lib.record.student``."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.student", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="folder to write (replaced whole)")
     args = parser.parse_args(argv)
     written = write_edition(args.out)
-    leaked = leaked_solution_lines(args.out)
-    if leaked:
+    if leaked := leaked_solution_lines(args.out):
         print(f"error: solution text in the student edition: {leaked}", file=sys.stderr)
         return 1
     print(f"student edition: {len(written)} notebooks in {locations.display_path(args.out)} "
