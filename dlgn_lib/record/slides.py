@@ -2,22 +2,11 @@
 
     python -m dlgn_lib.record.slides [--out build/slides] [--only 00 01]
 
-``teaching/class_deck/slides.md`` (its opening comment says how to write it) becomes
-``OUT/class.slides.html`` (with ``page.html`` around the slides and ``style.css`` beside them):
-one idea per slide, the figure first, a few lines of text, the teacher's notes behind S. What is
-measured is filled in from the record, never typed: the claims' bottom lines and each claim's
-verdict lines by parts (``readme_blocks.claim_by_parts`` over ``docs/full_results.json``), the
-exercises and titles from the notebooks. ``--only`` keeps the slides of those notebooks of the
-class path and the slides of none (framing, wrap-up).
-
-Each slide's markdown is rendered by nbconvert's markdown renderer (the one that renders the
-notebooks' markdown, TeX left for MathJax), so the deck is plain HTML that the browser test
-measures as projected; reveal.js lays it out at 1280×720 (white theme) and MathJax 2 typesets it.
-The notebooks themselves are not turned into slides: a notebook holds every cell for reading and
-running, and its outputs are sized for a page, not a screen. Nothing comes from outside: reveal.js
-and MathJax come from their npm packages (``VENDOR``, fetched once with ``npm pack`` into
-``build/vendor/`` and checked against the registry's sha1) and the committed figures are copied
-beside the deck.
+``teaching/class_deck/slides.md`` (its opening comment says how to write it), each slide rendered by
+nbconvert's markdown renderer, becomes ``OUT/class.slides.html`` inside ``page.html``, with
+``style.css``, the committed figures it shows and reveal.js and MathJax (``VENDOR``: npm tarballs
+fetched once into ``build/vendor/``, checked against the registry's sha1) beside it. ``--only``
+keeps the slides of those notebooks of the class path and the slides of none.
 """
 from __future__ import annotations
 
@@ -47,8 +36,8 @@ DECK_FILE = "class.slides.html"
 #: npm packages the deck loads, with the registry's sha1 of each tarball, and what is copied.
 VENDOR = {
     "reveal.js@4.0.2": ("2e5e9f8ed0fa239924b448f21d4238c5aa6e852e",
-                        ("dist/reveal.css", "dist/reveal.js", "dist/theme/white.css", "dist/theme/fonts/source-sans-pro",
-                         "plugin/math/math.js", "plugin/notes/notes.js")),
+                        ("dist/reveal.css", "dist/reveal.js", "dist/theme/white.css",
+                         "dist/theme/fonts/source-sans-pro", "plugin/math/math.js", "plugin/notes/notes.js")),
     "mathjax@2.7.9": ("d6b67955c173e7d719fcb2fc0288662884eb7d3d",
                       ("MathJax.js", "config/TeX-AMS_CHTML-full.js", "extensions", "jax/input/TeX",
                        "jax/output/CommonHTML", "jax/element", "fonts/HTML-CSS/TeX/woff", "localization/en")),
@@ -63,8 +52,7 @@ _TITLE = re.compile(r"^(#{1,2}) (.*)\n", re.M)
 def class_notebooks(only=None) -> list[Path]:
     """The notebooks of the class path (or of ``only``, which must be on it), in order."""
     ids = list(only or CLASS_PATH)
-    unknown = [i for i in ids if i not in CLASS_PATH]
-    if unknown:
+    if unknown := [i for i in ids if i not in CLASS_PATH]:
         raise Refusal(f"no slides for notebook(s) {', '.join(unknown)}; the class path is {', '.join(CLASS_PATH)}")
     found = {locations.notebook_id(p): p for p in locations.find_notebooks()}
     if missing := [i for i in ids if i not in found]:
@@ -72,24 +60,23 @@ def class_notebooks(only=None) -> list[Path]:
     return [found[i] for i in ids]
 
 
-def vendor(out: Path, cache: Path | None = None) -> Path:
+def vendor(out: Path) -> Path:
     """reveal.js and MathJax under ``out/vendor`` (from verified npm tarballs)."""
     from dlgn_lib.data.base import DatasetNotAvailable
     from dlgn_lib.data.prepare import npm_package
-    cache = cache or locations.build_dir() / "vendor"
     target = out / "vendor"
     try:
         if target.exists():
             shutil.rmtree(target)
         for package, (sha1, members) in VENDOR.items():
-            tarball = npm_package(package, cache, sha1, "Delete it and run `make slides` again.")
-            name = package.rsplit("@", 1)[0]
+            tarball = npm_package(package, locations.build_dir() / "vendor", sha1,
+                                  "Delete it and run `make slides` again.")
             with tarfile.open(tarball, "r:gz") as archive:
                 chosen = [m for m in archive.getmembers() if m.isfile() and any(
                     m.name == f"package/{w}" or m.name.startswith(f"package/{w}/") for w in members)]
                 for member in chosen:
                     member.name = member.name[len("package/"):]
-                archive.extractall(target / name, members=chosen, filter="data")
+                archive.extractall(target / package.rsplit("@", 1)[0], members=chosen, filter="data")
     except DatasetNotAvailable as err:
         raise Refusal(str(err)) from None
     except OSError as err:
@@ -110,24 +97,25 @@ def _fill(kind: str, args: list[str], record: dict, notebooks: dict[str, Path]) 
     """The markdown a ``{{kind args}}`` stands for."""
     from dlgn_lib import parts
     from . import full_results, readme_blocks
+    deck = locations.display_path(DECK)
     if len(args) != (2 if kind == "exercise" else len(args) if kind == "claims" else 1):
-        raise Refusal(f"{locations.display_path(DECK)}: {{{{{kind} {' '.join(args)}}}}} has the wrong number of words")
+        raise Refusal(f"{deck}: {{{{{kind} {' '.join(args)}}}}} has the wrong number of words")
     if kind in ("exercise", "title"):
         if args[0] not in notebooks:
-            raise Refusal(f"{locations.display_path(DECK)}: notebooks/ has no notebook {args[0]}")
+            raise Refusal(f"{deck}: notebooks/ has no notebook {args[0]}")
         if kind == "exercise":
             return _exercise(notebooks[args[0]], args[1])
         return _TITLE.search(nbformat.read(notebooks[args[0]], as_version=4).cells[0].source + "\n").group(2)
-    known = [c for c, _, _ in full_results.CLAIMS if c.startswith("C")]
-    if unknown := [c for c in args if c not in known]:
-        raise Refusal(f"{locations.display_path(DECK)}: no claim {', '.join(unknown)}; the claims are {', '.join(known)}")
+    text = {c: t for c, t, _ in full_results.CLAIMS if c.startswith("C")}
+    if unknown := [c for c in args if c not in text]:
+        raise Refusal(f"{deck}: no claim {', '.join(unknown)}; the claims are {', '.join(text)}")
     if kind == "claims":
-        text = {c: t for c, t, _ in full_results.CLAIMS}
         return "\n".join(["| claim | bottom line (`full`) |", "|---|---|"] + [
-            f"| **{c}** {readme_blocks.escape(text[c])} | {readme_blocks.claim_by_parts(c, record)[0]} |" for c in args])
+            f"| **{c}** {readme_blocks.escape(text[c])} | {readme_blocks.claim_by_parts(c, record)[0]} |"
+            for c in args])
     if kind == "parts":
-        return " ".join(f"({label}) {part['statement']} [{', '.join(sorted({r['notebook'] for r in part['checks']}))}]."
-                        for label, part in parts.registered_parts(args[0]).items())
+        return " ".join(f"({label}) {p['statement']} [{', '.join(sorted({r['notebook'] for r in p['checks']}))}]."
+                        for label, p in parts.registered_parts(args[0]).items())
     line, shown = readme_blocks.claim_by_parts(args[0], record)
     return "\n".join([f"## {args[0]} at paper scale (`full`): {line}", ""] + [f"- {text}" for text in shown])
 
@@ -140,20 +128,18 @@ def _render(markdown: str) -> str:
 def _slide(source: str, figures: set[str]) -> str:
     """One ``<section>``: the title, the figure, the text, the notes."""
     attributes = " ".join(_ATTRIBUTES.findall(source))
-    source = _ATTRIBUTES.sub("", source)
-    source, _, notes = source.partition("\nNote:\n")
-    figure = _FIGURE.search(source)
-    if figure:
+    source, _, notes = _ATTRIBUTES.sub("", source).partition("\nNote:\n")
+    shown = ""
+    if figure := _FIGURE.search(source):
         if not (locations.REPO_ROOT / "figures" / figure.group(2)).is_file():
             raise Refusal(f"{locations.display_path(DECK)}: figures/{figure.group(2)} is not a committed figure")
         figures.add(figure.group(2))
         source = source[:figure.start()] + source[figure.end():]
-    title = _TITLE.search(source + "\n")
-    if title is None:
+        shown = f'<figure><img src="figures/{figure.group(2)}" alt="{html.escape(figure.group(1))}"></figure>\n'
+    source += "\n"
+    if (title := _TITLE.search(source)) is None:
         raise Refusal(f"{locations.display_path(DECK)}: a slide without a '## ' title: {source.strip()[:60]!r}")
-    body = (source + "\n")[:title.start()] + (source + "\n")[title.end():]
-    shown = (f'<figure><img src="figures/{figure.group(2)}" alt="{html.escape(figure.group(1))}"></figure>\n'
-             if figure else "")
+    body = source[:title.start()] + source[title.end():]
     return (f"<section{' ' + attributes if attributes else ''}>\n<div class=\"frame\">\n{_render(title.group(0))}\n"
             f'<div class="body">\n{shown}<div class="text">\n{_render(body)}\n</div>\n</div>\n</div>\n'
             + (f'<aside class="notes">\n{_render(notes)}\n</aside>\n' if notes.strip() else "") + "</section>")
@@ -201,7 +187,7 @@ def build(out: Path, only=None) -> list[Path]:
 
 @command
 def main(argv: list[str] | None = None) -> int:
-    """The command line, ``python -m dlgn_lib.record.slides`` (the module's docstring says what it does)."""
+    """The command line, ``python -m dlgn_lib.record.slides``."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.slides", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="folder of the deck (default: build/slides)")
     parser.add_argument("--only", nargs="+", metavar="ID",
