@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+from itertools import takewhile
 from pathlib import Path
 from ..files import command
 
@@ -111,13 +112,8 @@ def describe(module: str, name: str, package: Path = PACKAGE) -> str:
         return doc.split("\n\n")[0].replace("\n", " ").strip()
     if node is None:
         return ""
-    lines = source.splitlines()
-    comment = []
-    i = node.lineno - 2
-    while i >= 0 and lines[i].startswith("#:"):
-        comment.insert(0, lines[i][2:].strip())
-        i -= 1
-    return " ".join(comment)
+    above = takewhile(lambda line: line.startswith("#:"), reversed(source.splitlines()[:node.lineno - 1]))
+    return " ".join(reversed([line[2:].strip() for line in above]))
 
 
 def notebook_names(notebooks: list[Path] | None = None, package: Path = PACKAGE) -> dict[str, set[tuple[str, str]]]:
@@ -162,11 +158,10 @@ def _names_used(tree: ast.AST, known: dict[str, Path]) -> set[tuple[str, str]]:
             continue
         module = aliases[base.id]
         for part in chain:
-            if f"{module}.{part}" in known:
-                module = f"{module}.{part}"
-                continue
-            used.add((module, part))
-            break
+            if f"{module}.{part}" not in known:
+                used.add((module, part))
+                break
+            module = f"{module}.{part}"
     return used
 
 
