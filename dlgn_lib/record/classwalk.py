@@ -1,36 +1,14 @@
 """The course guide's 90-minute class, walked as a teacher and a class machine would:
-``python -m dlgn_lib.record.classwalk [--only 00 01 03 05] [--workdir DIR] [--record]``.
+``python -m dlgn_lib.record.classwalk [--only 00 01 03 05] [--workdir DIR] [--workers N] [--record]``.
 
-Starting after ``make venv data`` in a checkout, each step is timed:
-
-1. **teacher, train**: the class path (``slides.CLASS_PATH``) executed by the series runner with
-   an empty run cache of its own, so its runs are trained;
-2. **teacher, export**: ``python -m dlgn_lib.runs export … --profile quick`` of that cache (the
-   bundle's size, entry and analysis counts and file mode are kept);
-3. **teacher, book** and **teacher, slides**: ``make book`` and ``make slides``, into the work folder;
-4. **class machine, import**: ``python -m dlgn_lib.runs import`` into a second, empty cache;
-5. **class machine, run**: the class path executed again, reading only the imported cache.
-
-Step 5 must train nothing: every notebook's run-cache summary lines say "0 trained", and the
-imported cache holds the same run files, unchanged, before and after (a run trained there would add
-an entry). A table the bundle did not carry is measured there and added to the cache's analyses
-folder: the step says how many were added (0 when the bundle's analyses served every table), and
-the walk's table gives the class run's time as a share of the teacher's run from an empty cache.
-Any failure stops the walk with the step that failed and its output. Each step runs as a child
-process of this interpreter with ``DLGN_RUNS_DIR`` and ``DLGN_FIGURES_DIR`` set under
-the work folder (default: a new folder under the build folder), so the checkout's run cache,
-``figures/`` and ``notebooks/`` are not touched.
-
-Before any step the walk refuses, in one line, a ``--workdir`` that is a file or not empty, an
-unknown notebook, and slides that could not get their npm packages (a tarball missing from
-``<build dir>/vendor`` with no ``npm`` to fetch it), so an hour of training is not spent before
-step 3 fails. Ctrl-C stops the step that runs, says which, and removes the work folder when the
-walk made it.
-
-``--record`` writes the timings, with the machine, code version, whether the checkout was clean,
-numeric code path and load, to
-``docs/class_walk.json``; the course guide's table of the walk is generated from it
-(``python -m dlgn_lib.record.report write``).
+Each step is timed, run as a child process with ``DLGN_RUNS_DIR`` and ``DLGN_FIGURES_DIR`` under the
+work folder (default: a new folder under the build folder). The teacher runs the class path
+(``slides.CLASS_PATH``) into an empty run cache, exports it (``runs export --profile quick``) and
+makes the book and the slides; a class machine imports the bundle into a second empty cache and
+runs the class path again, which must train nothing and leave the imported runs unchanged (the tables
+it had to measure are counted). A ``--workdir`` that is a file or not empty, an unknown notebook and
+slides that cannot get their npm packages are refused before any step. ``--record`` writes
+``docs/class_walk.json``, from which the course guide's table is generated (``report write``).
 """
 from __future__ import annotations
 
@@ -43,9 +21,9 @@ import shutil
 import stat
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -59,50 +37,31 @@ RECORD = locations.REPO_ROOT / "docs" / "class_walk.json"
 #: A run-cache summary line of ``runs.get_or_train_many`` ("24 runs: 20 loaded from the cache, 4 trained …").
 _SUMMARY = re.compile(r"\b(\d+) runs?: (\d+) loaded from the cache, (\d+) trained\b")
 _LOADED = re.compile(r"^loaded run ", re.M)
-_TRAINING = re.compile(r"^(training|trained) ", re.M)
+_TRAINED = re.compile(r"^trained ", re.M)   # "training …" announces the run that "trained …" ends
 
 
 class WalkFailed(Refusal):
     """A step of the walk failed; the message names the step and ends with its output's tail."""
 
 
-@dataclass
-class Step:
-    name: str
-    command: str
-    seconds: float
-    detail: str = ""
-
-
 def cache_state(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file under a run cache: relative path -> (size, modification time in ns)."""
-    if not root.exists():
-        return {}
+    """Every file under a run cache (none if it is missing): relative path -> (size, modification time in ns)."""
     return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def cache_counts(nb) -> dict[str, int]:
-    """Runs a notebook reported loaded and trained, from its printed run-cache lines: the summary
-    lines of groups ("N runs: a loaded from the cache, b trained") and single-run lines
-    ("loaded run …", "training …" / "trained …")."""
-    loaded = trained = 0
-    for cell in nb.cells:
-        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            text = out.get("text", "") if out.get("output_type") == "stream" else ""
-            for m in _SUMMARY.finditer(text):
-                loaded, trained = loaded + int(m.group(2)), trained + int(m.group(3))
-            loaded += len(_LOADED.findall(text))
-            trained += sum(1 for m in _TRAINING.finditer(text) if m.group(1) == "trained")
-    return {"loaded": loaded, "trained": trained}
+    """Runs a notebook reported loaded and trained, from its printed summary lines ("N runs: a loaded
+    from the cache, b trained") and single-run lines ("loaded run …", "trained …")."""
+    text = "\n".join(out.get("text", "") for cell in nb.cells if cell.cell_type == "code"
+                     for out in cell.get("outputs", []) if out.get("output_type") == "stream")
+    summaries = [(int(m[2]), int(m[3])) for m in _SUMMARY.finditer(text)]
+    return {"loaded": sum(a for a, _ in summaries) + len(_LOADED.findall(text)),
+            "trained": sum(b for _, b in summaries) + len(_TRAINED.findall(text))}
 
 
-def _mode(path: Path) -> str:
-    return stat.filemode(path.stat().st_mode)
-
-
-def _run(name: str, args: list[str], env: dict[str, str], say) -> tuple[float, str]:
-    """Run one step's child process; its seconds and output, or WalkFailed naming the step."""
+def _run(name: str, args: list[str], env: dict[str, str], say) -> float:
+    """Run one step's child process; its seconds, or WalkFailed naming the step."""
     say(f"{name}: {' '.join(args)}")
     start = time.perf_counter()
     try:
@@ -110,11 +69,11 @@ def _run(name: str, args: list[str], env: dict[str, str], say) -> tuple[float, s
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"step {name!r} was stopped after {time.perf_counter() - start:.0f} s") from None
     seconds = time.perf_counter() - start
-    output = proc.stdout + proc.stderr
     if proc.returncode != 0:
+        output = proc.stdout + proc.stderr
         raise WalkFailed(f"step {name!r} failed (exit {proc.returncode}) after {seconds:.0f} s:\n{output[-3000:]}")
     say(f"  {seconds:.0f} s")
-    return seconds, output
+    return seconds
 
 
 def walk(only=None, workdir: Path | None = None, workers: int | None = None, say=print) -> dict:
@@ -130,7 +89,12 @@ def walk(only=None, workdir: Path | None = None, workers: int | None = None, say
         workdir = files.writable_folder(workdir)
         if any(workdir.iterdir()):
             raise Refusal(f"--workdir {locations.display_path(workdir)} is not empty: the walk needs empty run caches")
-    _slides_can_get_their_packages()
+    for package in slides.VENDOR:   # whether npm's registry answers is left to step 3: probing it can take a minute
+        name, version = package.rsplit("@", 1)
+        tarball = locations.build_dir() / "vendor" / f"{name.replace('/', '-')}-{version}.tgz"
+        if not tarball.is_file() and shutil.which("npm") is None:
+            raise Refusal(f"the slides (step 3) need {locations.display_path(tarball)} and npm is not installed to "
+                          f"fetch {package}: install Node.js/npm or copy the tarball there; nothing was run")
     made = workdir is None
     workdir = workdir or Path(tempfile.mkdtemp(prefix="class-walk-", dir=files.writable_folder(locations.build_dir())))
     try:
@@ -143,69 +107,59 @@ def walk(only=None, workdir: Path | None = None, workers: int | None = None, say
                                 "the walk can run again") from None
 
 
-def _slides_can_get_their_packages() -> None:
-    """Refuse when a tarball the slides need is missing from ``<build dir>/vendor`` and no ``npm``
-    can fetch it (whether the registry answers is left to that step: probing it can take a minute)."""
-    from .slides import VENDOR
-    for package in VENDOR:
-        name, version = package.rsplit("@", 1)
-        tarball = locations.build_dir() / "vendor" / f"{name.replace('/', '-')}-{version}.tgz"
-        if not tarball.is_file() and shutil.which("npm") is None:
-            raise Refusal(f"the slides (step 3) need {locations.display_path(tarball)} and npm is not installed to "
-                          f"fetch {package}: install Node.js/npm or copy the tarball there; nothing was run")
-
-
 def _walk(notebooks: list[str], workdir: Path, workers: int | None, say) -> dict:
     """The five steps in ``workdir`` (checked and empty); the record."""
     from .. import numerics
     from . import bench, provenance
+    from .executed import seconds_of
     teacher, klass, bundle = workdir / "teacher-runs", workdir / "class-runs", workdir / "class-runs.tar.gz"
     base = {k: v for k, v in os.environ.items() if k not in ("DLGN_RUNS_DIR", "DLGN_FIGURES_DIR")}
     base["DLGN_FIGURES_DIR"] = str(workdir / "figures")
     py = sys.executable
-    series = [py, "-m", "dlgn_lib.record.series", "run", "--only", *notebooks] + (["--workers", str(workers)] if workers else [])
-    steps: list[Step] = []
+    series = [py, "-m", "dlgn_lib.record.series", "run", "--only", *notebooks]
+    series += ["--workers", str(workers)] if workers else []
+    run_series = "python -m dlgn_lib.record.series run --only " + " ".join(notebooks)
+    steps = []   # (name, command, seconds, what it did)
     load_start = bench.load_average()
     checkout = checkout_state()
 
     env = {**base, "DLGN_RUNS_DIR": str(teacher)}
-    seconds, _ = _run("teacher, train", series + ["--output", str(workdir / "teacher-notebooks")], env, say)
-    trained = _counts(workdir / "teacher-notebooks", notebooks)
-    steps.append(Step("teacher: run the class path into an empty run cache (trains its runs)",
-                      "python -m dlgn_lib.record.series run --only " + " ".join(notebooks), seconds,
-                      f"{sum(c['trained'] for c in trained.values())} runs trained, "
-                      f"{sum(c['loaded'] for c in trained.values())} loaded"))
-    seconds, _ = _run("teacher, export", [py, "-m", "dlgn_lib.runs", "export", str(bundle), "--profile", "quick"], env, say)
-    about = json.loads(_bundle_about(bundle))
-    steps.append(Step("teacher: export the runs as one bundle", "python -m dlgn_lib.runs export class-runs.tar.gz "
-                      "--profile quick", seconds, f"{len(about['entries'])} entries and {len(about['analyses'])} "
-                      f"analyses, {bundle.stat().st_size / 1e6:.1f} MB, {_mode(bundle)}"))
-    seconds, _ = _run("teacher, book", [py, "docs/book/build.py", str(workdir / "book")], env, say)
-    steps.append(Step("teacher: build the book", "make book", seconds))
-    seconds, _ = _run("teacher, slides", [py, "-m", "dlgn_lib.record.slides", "--out", str(workdir / "slides")], env, say)
+    seconds = _run("teacher, train", series + ["--output", str(workdir / "teacher-notebooks")], env, say)
+    taught = [cache_counts(nb) for nb in _executed(workdir / "teacher-notebooks", notebooks).values()]
+    steps.append(("teacher: run the class path into an empty run cache (trains its runs)", run_series, seconds,
+                  f"{sum(c['trained'] for c in taught)} runs trained, {sum(c['loaded'] for c in taught)} loaded"))
+    seconds = _run("teacher, export", [py, "-m", "dlgn_lib.runs", "export", str(bundle), "--profile", "quick"], env,
+                   say)
+    with tarfile.open(bundle, "r:gz") as tar:
+        about = json.load(tar.extractfile("bundle.json"))
+    steps.append(("teacher: export the runs as one bundle", "python -m dlgn_lib.runs export class-runs.tar.gz "
+                  "--profile quick", seconds, f"{len(about['entries'])} entries and {len(about['analyses'])} "
+                  f"analyses, {bundle.stat().st_size / 1e6:.1f} MB, {stat.filemode(bundle.stat().st_mode)}"))
+    seconds = _run("teacher, book", [py, "docs/book/build.py", str(workdir / "book")], env, say)
+    steps.append(("teacher: build the book", "make book", seconds, ""))
+    seconds = _run("teacher, slides", [py, "-m", "dlgn_lib.record.slides", "--out", str(workdir / "slides")], env, say)
     made = sorted((workdir / "slides").glob("*.slides.html"))
     slides = sum(page.read_text().count("<section") for page in made)
-    steps.append(Step("teacher: make the slides", "make slides", seconds,
-                      f"{len(made)} deck{'s' * (len(made) != 1)}, {slides} slides"))
+    steps.append(("teacher: make the slides", "make slides", seconds,
+                  f"{len(made)} deck{'s' * (len(made) != 1)}, {slides} slides"))
 
     env = {**base, "DLGN_RUNS_DIR": str(klass)}
-    seconds, _ = _run("class, import", [py, "-m", "dlgn_lib.runs", "import", str(bundle)], env, say)
+    seconds = _run("class, import", [py, "-m", "dlgn_lib.runs", "import", str(bundle)], env, say)
     before, tables = _split(cache_state(klass))
-    steps.append(Step("class machine: import the bundle into an empty run cache",
-                      "python -m dlgn_lib.runs import class-runs.tar.gz", seconds,
-                      f"{len(before)} run files, {len(tables)} analyses"))
-    seconds, _ = _run("class, run", series + ["--output", str(workdir / "class-notebooks")], env, say)
-    counts = _counts(workdir / "class-notebooks", notebooks)
+    steps.append(("class machine: import the bundle into an empty run cache",
+                  "python -m dlgn_lib.runs import class-runs.tar.gz", seconds,
+                  f"{len(before)} run files, {len(tables)} analyses"))
+    seconds = _run("class, run", series + ["--output", str(workdir / "class-notebooks")], env, say)
+    executed = _executed(workdir / "class-notebooks", notebooks)
+    counts = {nb: cache_counts(executed[nb]) for nb in notebooks}
     after, measured = _split(cache_state(klass))
     if after != before or any(c["trained"] for c in counts.values()):
         changed = sorted(set(after.items()) ^ set(before.items()))
         raise WalkFailed("step 'class, run' trained or wrote runs although the bundle holds them: "
                          f"{ {nb: c for nb, c in counts.items() if c['trained']} }; cache files changed: {changed[:5]}")
-    steps.append(Step("class machine: run the class path from the imported cache",
-                      "python -m dlgn_lib.record.series run --only " + " ".join(notebooks), seconds,
-                      f"{sum(c['loaded'] for c in counts.values())} runs loaded, 0 trained; the cache's "
-                      f"{len(after)} run files unchanged; {len(set(measured) - set(tables))} analyses added"))
-    per_notebook = {nb: round(_seconds(workdir / "class-notebooks", nb), 1) for nb in notebooks}
+    steps.append(("class machine: run the class path from the imported cache", run_series, seconds,
+                  f"{sum(c['loaded'] for c in counts.values())} runs loaded, 0 trained; the cache's "
+                  f"{len(after)} run files unchanged; {len(set(measured) - set(tables))} analyses added"))
     info = provenance.machine()
     return {
         "date": datetime.date.today().isoformat(),
@@ -217,9 +171,14 @@ def _walk(notebooks: list[str], workdir: Path, workers: int | None, say) -> dict
         "load_average": {"start": load_start, "end": bench.load_average()},
         "workers": workers,
         "notebooks": notebooks,
-        "steps": [vars(s) | {"seconds": round(s.seconds, 1)} for s in steps],
-        "class_notebook_seconds": per_notebook,
+        "steps": [{"name": n, "command": c, "seconds": round(s, 1), "detail": d} for n, c, s, d in steps],
+        "class_notebook_seconds": {nb: round(seconds_of(executed[nb]), 1) for nb in notebooks},
     }
+
+
+def _executed(folder: Path, notebooks: list[str]) -> dict:
+    """The executed notebooks in ``folder`` by id."""
+    return {nb: nbformat.read(next(folder.glob(f"{nb}_*.ipynb")), as_version=4) for nb in notebooks}
 
 
 def _split(state: dict) -> tuple[dict, dict]:
@@ -241,29 +200,6 @@ def checkout_state() -> str:
     return "a clean checkout" if not changed else f"a checkout with {len(changed)} changed or new file(s)"
 
 
-def _bundle_about(bundle: Path) -> str:
-    import tarfile
-    with tarfile.open(bundle, "r:gz") as tar:
-        return tar.extractfile("bundle.json").read().decode()
-
-
-def _executed(folder: Path, nb_id: str):
-    return nbformat.read(next(folder.glob(f"{nb_id}_*.ipynb")), as_version=4)
-
-
-def _counts(folder: Path, notebooks) -> dict[str, dict[str, int]]:
-    return {nb: cache_counts(_executed(folder, nb)) for nb in notebooks}
-
-
-def _seconds(folder: Path, nb_id: str) -> float:
-    from .executed import seconds_of
-    return seconds_of(_executed(folder, nb_id))
-
-
-def write_record(record: dict, path: Path = RECORD) -> None:
-    files.write_atomic(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-
-
 def load_record(path: Path = RECORD) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
@@ -273,7 +209,8 @@ def table(record: dict | None) -> str:
     if not record:
         return "No walk recorded yet: run `python -m dlgn_lib.record.classwalk --record`."
     rows = ["| step | command | seconds | what it did |", "|---|---|---|---|"]
-    rows += [f"| {s['name']} | `{s['command']}` | {s['seconds']:,.0f} | {s['detail'] or '—'} |" for s in record["steps"]]
+    rows += [f"| {s['name']} | `{s['command']}` | {s['seconds']:,.0f} | {s['detail'] or '—'} |"
+             for s in record["steps"]]
     each = ", ".join(f"{nb} {s:,.0f} s" for nb, s in record["class_notebook_seconds"].items())
     workers = f"{record['workers']} worker(s)" if record.get("workers") else "the runner's default workers"
     empty, imported = (next(s["seconds"] for s in record["steps"] if s["name"].startswith(who))
@@ -283,7 +220,8 @@ def table(record: dict | None) -> str:
         f"From the imported bundle the class path ran in {imported / empty:.0%} of its time from an empty run cache "
         f"({imported:,.0f} s against {empty:,.0f} s). "
         f"On the class machine each notebook took (its cells' time): {each}. Walked on {record['date']} in "
-        f"{record.get('checkout', 'a checkout')} at code {record['code_version']}, {record['machine']}, {record['cores']} cores, {record['numerics']} code path, "
+        f"{record.get('checkout', 'a checkout')} at code {record['code_version']}, {record['machine']}, "
+        f"{record['cores']} cores, {record['numerics']} code path, "
         f"{workers}; load average (1, 5, 15 min) {record['load_average']['start']} at the start, "
         f"{record['load_average']['end']} at the end."])
 
@@ -300,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     record = walk(args.only, args.workdir, args.workers)
     print(table(record))
     if args.record:
-        write_record(record)
+        files.write_atomic(RECORD, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
         print(f"recorded in {locations.display_path(RECORD)}")
     return 0
 
