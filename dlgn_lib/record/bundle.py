@@ -229,34 +229,26 @@ def _bounded(file: Path, members: list[tarfile.TarInfo], root: Path) -> None:
                           "free; free some space or import --into a folder on another disk. Nothing was written")
 
 
-def _read(file: Path, member: tarfile.TarInfo, read):
-    try:
-        return read()
-    except _READ_ERRORS as exc:
-        raise BundleError(f"{file}: member {member.name} cannot be read (truncated?): {exc}") from None
-
-
-def _write(root: Path, member: tarfile.TarInfo, write) -> None:
-    try:
-        write()
-    except OSError as exc:
-        raise BundleError(f"cannot write {member.name} into {root}: {exc.strerror or exc} "
-                          f"({shutil.disk_usage(root).free / 2**20:,.1f} MB free there, this member needs "
-                          f"{member.size / 2**20:,.1f} MB); nothing was imported") from None
-
-
 def _copy_member(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, file: Path, root: Path) -> str:
     """Stream one member to ``target``; returns its SHA-256. Read errors blame the bundle, write errors the disk."""
-    source = _read(file, member, lambda: tar.extractfile(member))
     digest, written = hashlib.sha256(), 0
     with open(target, "wb") as out:
-        while chunk := _read(file, member, lambda: source.read(_CHUNK)):
-            written += len(chunk)
-            if written > member.size:
-                raise BundleError(f"{file}: member {member.name} holds more than the {member.size:,} bytes its "
-                                  "header says")
-            digest.update(chunk)
-            _write(root, member, lambda: out.write(chunk))
+        try:
+            source = tar.extractfile(member)
+            while chunk := source.read(_CHUNK):
+                written += len(chunk)
+                if written > member.size:
+                    raise BundleError(f"{file}: member {member.name} holds more than the {member.size:,} bytes its "
+                                      "header says")
+                digest.update(chunk)
+                try:
+                    out.write(chunk)
+                except OSError as exc:
+                    raise BundleError(f"cannot write {member.name} into {root}: {exc.strerror or exc} "
+                                      f"({shutil.disk_usage(root).free / 2**20:,.1f} MB free there, this member "
+                                      f"needs {member.size / 2**20:,.1f} MB); nothing was imported") from None
+        except _READ_ERRORS as exc:
+            raise BundleError(f"{file}: member {member.name} cannot be read (truncated?): {exc}") from None
     if written != member.size:
         raise BundleError(f"{file}: member {member.name} is truncated ({written:,} of {member.size:,} bytes)")
     return digest.hexdigest()
