@@ -113,8 +113,7 @@ def _walk(notebooks: list[str], workdir: Path, workers: int | None, say) -> dict
     from . import bench, provenance
     from .executed import seconds_of
     teacher, klass, bundle = workdir / "teacher-runs", workdir / "class-runs", workdir / "class-runs.tar.gz"
-    base = {k: v for k, v in os.environ.items() if k not in ("DLGN_RUNS_DIR", "DLGN_FIGURES_DIR")}
-    base["DLGN_FIGURES_DIR"] = str(workdir / "figures")
+    base = {**os.environ, "DLGN_FIGURES_DIR": str(workdir / "figures")}   # each step sets its DLGN_RUNS_DIR
     py = sys.executable
     series = [py, "-m", "dlgn_lib.record.series", "run", "--only", *notebooks]
     series += ["--workers", str(workers)] if workers else []
