@@ -1,25 +1,11 @@
 """Performance benchmarks of reconstruction §6: ``python -m dlgn_lib.record.bench [--quick] [--series]``.
 
-Each row is a ratio of two timings taken in this one process. The timings are interleaved repeat
-by repeat (and their order reversed every other repeat), so a change in machine load hits both
-sides of a ratio; the table shows the median ratio over repeats and its range. FLOP counts are
-the matrix-multiply FLOPs actually executed (``torch.utils.flop_counter``), compared with the
-float32 matrix-multiply rate measured on the spot.
-
-Rows: the group's SD-I protocol (DLGN 20×5, β 3, Adam 0.02, 10 fixed-order minibatches of 2,000,
-validation accuracy after every epoch) through the package's trainer (``fused.train_seeds``)
-against a plain PyTorch loop, for one seed and for 16 seeds, with the achieved FLOP rates and the
-peak memory of the 16-seed run; DLGN and DLGN-SF training step against a ReLU step (fully
-connected, Fashion-MNIST shapes); 16 circle-data seeds trained together against one by one
-(``train.train``); the overlap kernel's FLOP rate; the training steps' FLOP rate; notebook 03's
-region checks of one seed at its full sizes, path by path as first written against batched (timed
-once each); and, with ``--series``, the wall time of the whole quick series from a cold and from a
-warm run cache. The table is saved to ``<build dir>/bench.txt``.
-
-``--record`` also writes the rows into ``docs/bench.json``, the record the README's Performance
-table is generated from (``python -m dlgn_lib.record.report write``). A row measured in this run replaces
-its entry; a row this run did not measure (the series rows without ``--series``) keeps its earlier
-entry, and every row names the run that measured it: date, command, machine, code version.
+Each row is a ratio of two timings taken in this process, interleaved repeat by repeat (their order reversed
+every other repeat) so that machine load hits both sides: median [min – max] over repeats. FLOP counts are the
+matrix-multiply FLOPs executed (``torch.utils.flop_counter``), against the float32 matmul rate measured on the
+spot. The table goes to ``<build dir>/bench.txt``; ``--record`` writes the rows into ``docs/bench.json`` (the
+guide's table is made from it), where a row this run did not measure keeps its earlier entry and every row
+names the run that measured it.
 """
 from __future__ import annotations
 
@@ -36,7 +22,9 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
+from unittest import mock
 
 import torch
 from torch import nn
@@ -45,6 +33,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from .. import files, fused, kernels, locations, losses, models, numerics, train
 from ..config import DataSpec, ModelSpec, RunConfig
 from ..files import command
+from . import provenance
 
 __all__ = ["main"]
 
@@ -91,8 +80,7 @@ class Sizes:
         return [base.replace(seed=s) for s in range(self.sd1_seeds)]
 
     def seed_configs(self) -> list[RunConfig]:
-        n_eval = self.seed_n_eval
-        eval_sizes = {} if n_eval is None else {"n_val": n_eval, "n_test": n_eval}
+        eval_sizes = {} if self.seed_n_eval is None else {"n_val": self.seed_n_eval, "n_test": self.seed_n_eval}
         data = DataSpec.make("circle", target="steps", n_train=self.seed_n_train, **eval_sizes)
         base = RunConfig(data, ModelSpec.make("dlgn", self.seed_widths), epochs=self.seed_epochs,
                          eval_every=self.seed_eval_every, n_snapshots=30)
@@ -110,12 +98,7 @@ MODES = {
                   region_sizes=((4, 3, 3), 3, 500, 60), repeats=1, targets_apply=False),
 }
 SERIES_TARGETS = {"cold": 600.0, "warm": 120.0}   # seconds, reconstruction §6
-def _series_row_name(state: str) -> str:
-    """The name of the series row for a run-cache state ("cold" or "warm")."""
-    return f"quick series wall time, {state} run cache"
-
-
-SERIES_ROW_NAMES = tuple(map(_series_row_name, SERIES_TARGETS))
+SERIES_ROW = "quick series wall time, {} run cache"   # .format(state), a key of SERIES_TARGETS
 
 
 @dataclass(frozen=True)
@@ -141,16 +124,14 @@ class Row:
 
 # --------------------------------------------------------------------------- measurements
 
-def _timer(device: torch.device):
+def _timed(fn, device: torch.device) -> float:
+    """Seconds that ``fn()`` takes, the device synchronised before and after."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-
-    def timed(fn) -> float:
-        sync()
-        start = time.perf_counter()
-        fn()
-        sync()
-        return time.perf_counter() - start
-    return timed
+    sync()
+    start = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - start
 
 
 def _matmul_flops(fn) -> int:
@@ -198,13 +179,8 @@ class PlainDLGN(nn.Module):
 
 
 def _plain_sd1_loop(config: RunConfig, dataset, device: torch.device):
-    """A straightforward training loop of one SD-I seed: Adam, the minibatches in order,
-    ``loss.backward()``, validation accuracy under ``no_grad`` after every epoch.
-
-    Returns ``(run, epoch)``: ``run()`` trains a fresh model from the config's seed for
-    ``config.epochs`` epochs (so every timing starts from the same state, as the package's
-    trainer does); ``epoch()`` is one epoch of a model of its own (for counting FLOPs).
-    """
+    """A plain training loop of one SD-I seed (Adam, minibatches in order, validation accuracy after every epoch):
+    ``(run, epoch)``, ``run()`` training a fresh model from the seed, ``epoch()`` one epoch of a model of its own."""
     x, y = dataset.x_train.to(device), (dataset.y_train > 0).long().to(device)
     xv, yv = dataset.x_val.to(device), (dataset.y_val > 0).long().to(device)
     loss_fn = nn.CrossEntropyLoss()
@@ -232,110 +208,75 @@ def _plain_sd1_loop(config: RunConfig, dataset, device: torch.device):
     return run, fresh_epoch()
 
 
-PEAK_RSS_SCRIPT = """
+# Work timed in fresh processes (``_in_fresh_process``): a process's peak memory, and the package's work on
+# both code paths (reconstruction §7.1), which is fixed per process when torch loads.
+PROLOGUE = """
 import torch
 torch.set_num_threads({threads})
 from dlgn_lib import fused, train
 from dlgn_lib.record import bench
 sizes = bench.MODES[{mode!r}]
+device = {device!r}
+"""
+PEAK_RSS_SCRIPT = """
 configs = sizes.sd1_configs()
 ds = train.load_dataset(configs[0].data)
 before = bench.peak_rss()
-fused.train_seeds(configs, device={device!r}, progress=False, dataset=ds)
+fused.train_seeds(configs, device=device, progress=False, dataset=ds)
 print(before, bench.peak_rss())
 """
-
-
-# One timing of the package's work on both code paths (reconstruction §7.1): the numeric code path is
-# fixed per process when torch loads, so each side runs in a fresh process.
 NUMERICS_SCRIPT = """
 import time
-import torch
-torch.set_num_threads({threads})
-from dlgn_lib import fused, train
-from dlgn_lib.record import bench
-sizes = bench.MODES[{mode!r}]
 sd1, circle = sizes.sd1_configs()[:1], sizes.seed_configs()
 sd1_data, circle_data = train.load_dataset(sd1[0].data), train.load_dataset(circle[0].data)
-step = bench.fc_training_step("dlgn", sizes, torch.device({device!r}))
+step = bench.fc_training_step("dlgn", sizes, torch.device(device))
 times = []
-for work in (lambda: fused.train_seeds(sd1, device={device!r}, progress=False, dataset=sd1_data),
-             lambda: fused.train_seeds(circle, device={device!r}, progress=False, dataset=circle_data),
+for work in (lambda: fused.train_seeds(sd1, device=device, progress=False, dataset=sd1_data),
+             lambda: fused.train_seeds(circle, device=device, progress=False, dataset=circle_data),
              lambda: [step() for _ in range(sizes.steps)]):
     work()   # first call: allocations and kernel selection, not timed
-    start = time.perf_counter(); work(); times.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    work()
+    times.append(time.perf_counter() - start)
 print(*times)
 """
 
 
-def _numerics_times(mode: str, device: torch.device, repeats: int) -> dict[str, list[tuple[float, ...]]]:
-    """Seconds of the SD-I run, the circle seeds and FC DLGN steps in fresh processes, pinned and
-    native code path alternately (``repeats`` pairs)."""
-    script = NUMERICS_SCRIPT.format(threads=torch.get_num_threads(), mode=mode, device=str(device))
-    out: dict[str, list[tuple[float, ...]]] = {"pinned": [], "native": []}
-    for _ in range(repeats):
-        for path in out:
-            env = {k: v for k, v in os.environ.items() if k not in (*numerics.PINNED, "DLGN_NUMERICS")}
-            env.update({"DLGN_NUMERICS": path, "DLGN_COMPILE": "0"})
-            done = subprocess.run([sys.executable, "-c", script], cwd=locations.REPO_ROOT, capture_output=True,
-                                  text=True, check=True, env=env)
-            out[path].append(tuple(float(x) for x in done.stdout.split()[-3:]))
-    return out
+def _in_fresh_process(script: str, mode: str, device: torch.device, env: dict, count: int) -> list[float]:
+    """The last ``count`` numbers that ``script`` prints, run after ``PROLOGUE`` in a fresh process."""
+    code = PROLOGUE.format(threads=torch.get_num_threads(), mode=mode, device=str(device)) + script
+    done = subprocess.run([sys.executable, "-c", code], cwd=locations.REPO_ROOT, capture_output=True, text=True,
+                          check=True, env=env)
+    return [float(x) for x in done.stdout.split()[-count:]]
 
 
 def peak_rss() -> float:
     """This process's peak resident memory in bytes: VmHWM on Linux (getrusage's ru_maxrss would
     also count the parent's pages at fork, which outlive exec), else ru_maxrss."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return float(line.split()[1]) * 1024
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        return float(re.search(r"^VmHWM:\s*(\d+)", Path("/proc/self/status").read_text(), re.M).group(1)) * 1024
     import resource
-    scale = 1 if sys.platform == "darwin" else 1024
-    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024))
 
 
-def _sd1_peak_rss(mode: str, device: torch.device, _compile_setting: str) -> tuple[float, float]:
-    """Peak resident memory (bytes) of a fresh process that trains the SD-I seeds together, and
-    its peak before training (torch and the data loaded). A compiled run compiles from an empty
-    compile cache, as on a new machine."""
-    script = PEAK_RSS_SCRIPT.format(threads=torch.get_num_threads(), mode=mode, device=str(device))
+def _sd1_peak_rss(mode: str, device: torch.device, compile_setting: str) -> list[float]:
+    """Peak resident memory (bytes) of a fresh process before training the SD-I seeds together (torch and the
+    data loaded) and after. A compiled run compiles from an empty compile cache, as on a new machine."""
     with tempfile.TemporaryDirectory(prefix="dlgn-bench-compile-") as cache:
-        done = subprocess.run([sys.executable, "-c", script], cwd=locations.REPO_ROOT, capture_output=True,
-                              text=True, check=True, env={**os.environ, "DLGN_COMPILE": _compile_setting,
-                                                          "TORCHINDUCTOR_CACHE_DIR": cache})
-    before, peak = done.stdout.split()[-2:]
-    return float(peak), float(before)
-
-
-@contextlib.contextmanager
-def _compile_setting(value: str):
-    """``DLGN_COMPILE`` set to ``value`` inside the block (the trainer reads it per run)."""
-    before = os.environ.get("DLGN_COMPILE")
-    os.environ["DLGN_COMPILE"] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["DLGN_COMPILE"]
-        else:
-            os.environ["DLGN_COMPILE"] = before
+        env = {**os.environ, "DLGN_COMPILE": compile_setting, "TORCHINDUCTOR_CACHE_DIR": cache}
+        return _in_fresh_process(PEAK_RSS_SCRIPT, mode, device, env, 2)
 
 
 def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default") -> tuple[list[Row], list[str]]:
     """Run the cheap benchmarks; returns the table rows and reference lines (absolute numbers)."""
-    timed = _timer(device)
     generator = torch.Generator().manual_seed(0)
     a, b = (torch.randn(sizes.matmul_n, sizes.matmul_n, generator=generator).to(device) for _ in range(2))
     steps = {kind: fc_training_step(kind, sizes, device) for kind in ("relu", "dlgn", "dlgn_sf")}
     gates = [(torch.rand(sizes.kernel_n, sizes.kernel_width, generator=generator) < 0.5).float().to(device)
              for _ in range(sizes.kernel_layers)]
-    configs = sizes.seed_configs()
-    dataset = train.load_dataset(configs[0].data)
-    sd1 = sizes.sd1_configs()
-    sd1_data = train.load_dataset(sd1[0].data)
+    configs, sd1 = sizes.seed_configs(), sizes.sd1_configs()
+    dataset, sd1_data = train.load_dataset(configs[0].data), train.load_dataset(sd1[0].data)
+    n_sd1, e_sd1 = len(sd1), sizes.sd1_epochs
     plain_one, plain_epoch = _plain_sd1_loop(sd1[0], sd1_data, device)
     plain_many = [_plain_sd1_loop(c, sd1_data, device)[0] for c in sd1]
     # The protocol's 1,501 epochs compile the step (DLGN_COMPILE=auto); the timed runs are
@@ -344,8 +285,8 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
     sd1_compile = "0" if os.environ.get("DLGN_COMPILE") == "0" or not sizes.targets_apply else "1"
 
     def sd1_fused(configs):
-        def run():
-            with _compile_setting(sd1_compile):
+        def run():   # the trainer reads DLGN_COMPILE per run
+            with mock.patch.dict(os.environ, DLGN_COMPILE=sd1_compile):
                 return fused.train_seeds(configs, device=device, progress=False, dataset=sd1_data)
         return run
 
@@ -362,26 +303,25 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
         "matmul": lambda: a @ b,
         **{kind: run_steps(kind) for kind in steps},
         "kernel": lambda: kernels.overlap_kernel(gates),
-        "sequential": lambda: [train.train(c, device=device, progress=False, dataset=dataset)
-                               for c in configs],
+        "sequential": lambda: [train.train(c, device=device, progress=False, dataset=dataset) for c in configs],
         "together": lambda: fused.train_seeds(configs, device=device, progress=False, dataset=dataset),
         "one seed": lambda: fused.train_seeds(configs[:1], device=device, progress=False, dataset=dataset),
         "sd1 plain": plain_one,
         "sd1 fused": sd1_fused(sd1[:1]),
-        f"sd1 plain ×{len(sd1)}": lambda: [run() for run in plain_many],
-        f"sd1 fused ×{len(sd1)}": sd1_fused(sd1),
+        f"sd1 plain ×{n_sd1}": lambda: [run() for run in plain_many],
+        f"sd1 fused ×{n_sd1}": sd1_fused(sd1),
     }
     # Warm-up runs, which also count the FLOPs. The SD-I work is counted on the plain loop's
     # epoch (10 steps, validation): the fused trainer does the same training in other products.
     flops = {"matmul": 2 * sizes.matmul_n ** 3, "kernel": _matmul_flops(jobs["kernel"])}
     flops.update({kind: _matmul_flops(step) for kind, step in steps.items()})
     flops["sd1 epoch"] = _matmul_flops(plain_epoch)
-    for name in ("relu", "dlgn", "dlgn_sf"):
-        jobs[name]()
+    for kind in steps:
+        jobs[kind]()
     fused.train_seeds(configs[:2], device=device, progress=False, dataset=dataset)
     say(f"  SD-I warm-up (DLGN_COMPILE={sd1_compile}: the first runs compile the step) …")
     warmup = {}
-    for name in ("sd1 fused", f"sd1 fused ×{len(sd1)}"):
+    for name in ("sd1 fused", f"sd1 fused ×{n_sd1}"):
         start = time.perf_counter()
         compiled = jobs[name]()[0].meta["compiled"]
         warmup[name] = time.perf_counter() - start
@@ -389,77 +329,71 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
     # state and activations run into denormal floats), so the first epochs alone flatter it.
     whole = [c.replace(epochs=sizes.sd1_protocol_epochs) for c in sd1[:1]]
     say(f"  SD-I, one seed, {sizes.sd1_protocol_epochs} passes, plain loop and package (once each) …")
-    whole_times = {"plain": timed(_plain_sd1_loop(whole[0], sd1_data, device)[0]),
-                   "package": timed(sd1_fused(whole))}
+    whole_times = {"plain": _timed(_plain_sd1_loop(whole[0], sd1_data, device)[0], device),
+                   "package": _timed(sd1_fused(whole), device)}
     say("  peak memory of the SD-I seeds trained together (fresh processes) …")
-    peak_rss, rss_before = _sd1_peak_rss(mode, device, "0")
-    peak_rss_compiled = _sd1_peak_rss(mode, device, "1")[0] if sd1_compile == "1" else float("nan")
+    rss_before, peak_rss = _sd1_peak_rss(mode, device, "0")
+    peak_rss_compiled = _sd1_peak_rss(mode, device, "1")[1] if sd1_compile == "1" else float("nan")
 
     times: dict[str, list[float]] = {name: [] for name in jobs}
     for r in range(sizes.repeats):
-        order = list(jobs) if r % 2 == 0 else list(reversed(jobs))
-        for name in order:
-            times[name].append(timed(jobs[name]))
+        for name in list(jobs) if r % 2 == 0 else list(reversed(jobs)):
+            times[name].append(_timed(jobs[name], device))
         say(f"  repeat {r + 1}/{sizes.repeats}: " + ", ".join(f"{n} {times[n][-1]:.3g} s" for n in jobs))
 
     def per_repeat(fn) -> tuple[float, ...]:
         return tuple(fn(r) for r in range(sizes.repeats))
 
-    def rate(name: str, r: int, count: int = 1) -> float:
-        return count * flops[name] / times[name][r]
+    def ratio(top: str, bottom: str) -> tuple[float, ...]:
+        return per_repeat(lambda r: times[top][r] / times[bottom][r])
 
-    n_sd1, e_sd1 = len(sd1), sizes.sd1_epochs
-    sd1_name = (f"SD-I protocol (DLGN {'-'.join(map(str, sizes.sd1_widths))}, batch {sizes.sd1_batch}, "
-                f"val every epoch)")
+    def vs_matmul(name: str, work: float) -> tuple[float, ...]:
+        """The FLOP rate of the job ``name`` (``work`` FLOPs a timing) / the matmul's, per repeat."""
+        return per_repeat(lambda r: work / times[name][r] / (flops["matmul"] / times["matmul"][r]))
 
-    def sd1_rate(name: str, r: int, seeds: int = 1) -> float:
-        return seeds * e_sd1 * flops["sd1 epoch"] / times[name][r]
-
+    sd1_name = f"SD-I protocol (DLGN {'-'.join(map(str, sizes.sd1_widths))}, batch {sizes.sd1_batch}, val every epoch)"
+    sd1_work = e_sd1 * flops["sd1 epoch"]
     fc = f"FC {'→'.join(map(str, (sizes.fc_in, *sizes.fc_widths, sizes.fc_classes)))}, batch {sizes.batch}"
     seeds = (f"circle DLGN {'-'.join(map(str, sizes.seed_widths))}, {sizes.seed_epochs} epochs full batch, "
              f"eval every {sizes.seed_eval_every}")
     kernel = f"N={sizes.kernel_n:,}, L={sizes.kernel_layers}, m={sizes.kernel_width}, hard gates"
     rows = [
-        Row(f"{sd1_name}, one seed, passes 1-{e_sd1}: plain loop / package", per_repeat(
-            lambda r: times["sd1 plain"][r] / times["sd1 fused"][r]), (">=", 3.0)),
+        Row(f"{sd1_name}, one seed, passes 1-{e_sd1}: plain loop / package", ratio("sd1 plain", "sd1 fused"),
+            (">=", 3.0)),
         Row(f"(same), one seed, a whole run of {sizes.sd1_protocol_epochs} passes: plain loop / package",
             (whole_times["plain"] / whole_times["package"],), (">=", 3.0)),
-        Row(f"{sd1_name}, {n_sd1} seeds, passes 1-{e_sd1}: plain loops / package, per seed", per_repeat(
-            lambda r: times[f"sd1 plain ×{n_sd1}"][r] / times[f"sd1 fused ×{n_sd1}"][r]), (">=", 6.0)),
+        Row(f"{sd1_name}, {n_sd1} seeds, passes 1-{e_sd1}: plain loops / package, per seed",
+            ratio(f"sd1 plain ×{n_sd1}", f"sd1 fused ×{n_sd1}"), (">=", 6.0)),
         Row(f"peak memory of the {n_sd1}-seed SD-I run (fresh process)", (peak_rss / 1e9,), ("<=", 1.0),
             unit=" GB"),
         Row("(same), compiled step, empty compile cache", (peak_rss_compiled / 1e9,), ("<=", 1.0), unit=" GB"),
-        Row("SD-I FLOP/s / matmul FLOP/s, plain loop, one seed", per_repeat(
-            lambda r: sd1_rate("sd1 plain", r) / rate("matmul", r))),
-        Row("SD-I FLOP/s / matmul FLOP/s, package, one seed", per_repeat(
-            lambda r: sd1_rate("sd1 fused", r) / rate("matmul", r))),
-        Row(f"SD-I FLOP/s / matmul FLOP/s, plain loops, {n_sd1} seeds", per_repeat(
-            lambda r: sd1_rate(f"sd1 plain ×{n_sd1}", r, n_sd1) / rate("matmul", r))),
-        Row(f"SD-I FLOP/s / matmul FLOP/s, package, {n_sd1} seeds", per_repeat(
-            lambda r: sd1_rate(f"sd1 fused ×{n_sd1}", r, n_sd1) / rate("matmul", r))),
-        Row(f"DLGN step / ReLU step ({fc}, Adam)", per_repeat(lambda r: times["dlgn"][r] / times["relu"][r]),
-            ("<=", 1.6)),
-        Row("DLGN-SF step / ReLU step (same)", per_repeat(lambda r: times["dlgn_sf"][r] / times["relu"][r]),
-            ("<=", 1.6)),
-        Row(f"{sizes.n_seeds} seeds one by one / together ({seeds})",
-            per_repeat(lambda r: times["sequential"][r] / times["together"][r]), (">=", 5.0)),
+        *(Row(f"SD-I FLOP/s / matmul FLOP/s, {who}", vs_matmul(name, n * sd1_work)) for who, name, n in (
+            ("plain loop, one seed", "sd1 plain", 1), ("package, one seed", "sd1 fused", 1),
+            (f"plain loops, {n_sd1} seeds", f"sd1 plain ×{n_sd1}", n_sd1),
+            (f"package, {n_sd1} seeds", f"sd1 fused ×{n_sd1}", n_sd1))),
+        Row(f"DLGN step / ReLU step ({fc}, Adam)", ratio("dlgn", "relu"), ("<=", 1.6)),
+        Row("DLGN-SF step / ReLU step (same)", ratio("dlgn_sf", "relu"), ("<=", 1.6)),
+        Row(f"{sizes.n_seeds} seeds one by one / together ({seeds})", ratio("sequential", "together"), (">=", 5.0)),
         # rules v3 (reconstruction §8.1) takes every check over 5-10 seeds: what a notebook's seed
         # count costs, in runs of one seed, when the seeds train together
         Row(f"cost of {sizes.n_seeds} seeds in one-seed runs: together / one seed ({seeds})",
-            per_repeat(lambda r: times["together"][r] / times["one seed"][r]), unit=" runs"),
+            ratio("together", "one seed"), unit=" runs"),
         Row(f"cost of {n_sd1} seeds in one-seed runs: together / one seed ({sd1_name}, passes 1-{e_sd1})",
-            per_repeat(lambda r: times[f"sd1 fused ×{n_sd1}"][r] / times["sd1 fused"][r]), unit=" runs"),
-        Row(f"overlap kernel FLOP/s / matmul FLOP/s ({kernel})",
-            per_repeat(lambda r: rate("kernel", r) / rate("matmul", r)), (">=", 0.5)),
-        Row("training FLOP/s / matmul FLOP/s, ReLU step",
-            per_repeat(lambda r: rate("relu", r, sizes.steps) / rate("matmul", r))),
-        Row("training FLOP/s / matmul FLOP/s, DLGN step",
-            per_repeat(lambda r: rate("dlgn", r, sizes.steps) / rate("matmul", r))),
+            ratio(f"sd1 fused ×{n_sd1}", "sd1 fused"), unit=" runs"),
+        Row(f"overlap kernel FLOP/s / matmul FLOP/s ({kernel})", vs_matmul("kernel", flops["kernel"]), (">=", 0.5)),
+        Row("training FLOP/s / matmul FLOP/s, ReLU step", vs_matmul("relu", sizes.steps * flops["relu"])),
+        Row("training FLOP/s / matmul FLOP/s, DLGN step", vs_matmul("dlgn", sizes.steps * flops["dlgn"])),
     ]
-    numerics = _numerics_times(mode, device, max(1, min(sizes.repeats, 3)))
-    for i, work in enumerate((f"{sd1_name}, one seed, {sizes.sd1_epochs} passes", seeds, f"{fc}, {sizes.steps} steps")):
-        rows.append(Row(f"pinned / native code path, time of: {work}", tuple(
-            p[i] / n[i] for p, n in zip(numerics["pinned"], numerics["native"]))))
+    # Seconds of the SD-I run, the circle seeds and FC DLGN steps, pinned and native code path alternately
+    env = {k: v for k, v in os.environ.items() if k not in (*numerics.PINNED, "DLGN_NUMERICS")}
+    paths: dict[str, list[list[float]]] = {"pinned": [], "native": []}
+    for _ in range(min(sizes.repeats, 3)):
+        for path, seconds in paths.items():
+            seconds.append(_in_fresh_process(NUMERICS_SCRIPT, mode, device,
+                                             {**env, "DLGN_NUMERICS": path, "DLGN_COMPILE": "0"}, 3))
+    for i, work in enumerate((f"{sd1_name}, one seed, {e_sd1} passes", seeds, f"{fc}, {sizes.steps} steps")):
+        rows.append(Row(f"pinned / native code path, time of: {work}",
+                        tuple(p[i] / n[i] for p, n in zip(paths["pinned"], paths["native"]))))
     med = {name: statistics.median(t) for name, t in times.items()}
     region_row, region_line = _region_checks(sizes, say)
     rows.append(region_row)
@@ -547,29 +481,23 @@ def series_note(times: dict[str, float], shown: int = 4) -> str:
 
 
 def series_rows(say=print) -> list[Row]:
-    """Wall time of ``python -m dlgn_lib.record.series run`` from a fresh run cache, then again (warm).
-
-    Runs, figures and executed notebooks go to a temporary folder; prepared data is reused. Each
-    run's output (its per-notebook times) is kept in ``<build dir>/bench_series_<cold|warm>.log``.
-    """
+    """Wall time of ``python -m dlgn_lib.record.series run`` from a fresh run cache (runs, figures and notebooks in
+    a temporary folder), then again (warm); each run's output goes to ``<build dir>/bench_series_<state>.log``."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="dlgn-bench-") as tmp:
         env = {**os.environ, "DLGN_RUNS_DIR": f"{tmp}/runs", "DLGN_FIGURES_DIR": f"{tmp}/figures",
                "DLGN_BUILD_DIR": f"{tmp}/build", "DLGN_QUIET": "1"}
-        for state in ("cold", "warm"):
+        for state, target in SERIES_TARGETS.items():
             say(f"  series, {state} run cache …")
             start = time.perf_counter()
             done = subprocess.run([sys.executable, "-m", "dlgn_lib.record.series", "run", "--profile", "quick"],
                                   cwd=locations.REPO_ROOT, env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True)
             seconds = time.perf_counter() - start
-            log = locations.build_dir() / f"bench_series_{state}.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            log.write_text(done.stdout)
+            files.write_atomic(locations.build_dir() / f"bench_series_{state}.log", done.stdout)
             note = (series_note(notebook_seconds(done.stdout)) if done.returncode == 0
                     else f"series exited {done.returncode}: {done.stdout[-300:]!r}")
-            rows.append(Row(_series_row_name(state), (seconds,),
-                            ("<=", SERIES_TARGETS[state]), unit=" s", note=note))
+            rows.append(Row(SERIES_ROW.format(state), (seconds,), ("<=", target), unit=" s", note=note))
     return rows
 
 
@@ -586,14 +514,11 @@ def _machine_lines(device: torch.device) -> list[str]:
     blas = re.search(r"BLAS_INFO=(\w+)", config)
     capability = re.search(r"CPU capability usage: (\w+)", config)
     cpu = platform.processor() or platform.machine()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    with contextlib.suppress(OSError, AttributeError):   # no /proc/cpuinfo, or no model name in it
+        cpu = re.search(r"^model name[^:]*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M).group(1).strip()
     env = ", ".join(f"{k}={os.environ[k]}" for k in ("DLGN_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
                     if k in os.environ)
-    lines = [
+    return [
         f"torch {torch.__version__}, python {platform.python_version()}, device {device}"
         + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""),
         f"torch threads {torch.get_num_threads()} (inter-op {torch.get_num_interop_threads()})"
@@ -602,7 +527,6 @@ def _machine_lines(device: torch.device) -> list[str]:
         f"CPU capability {capability.group(1) if capability else 'unknown'}",
         f"CPU {cpu}, {os.cpu_count()} logical cores; load average (1, 5, 15 min) {load_average()}",
     ]
-    return lines
 
 
 def _num(v: float, unit: str) -> str:
@@ -624,22 +548,16 @@ def row_cells(row: Row, targets_apply: bool = True) -> tuple[str, str, str, str]
 
 def format_table(rows: list[Row], targets_apply: bool = True) -> str:
     """The rows as a fixed-width text table: median, [min – max], target, met."""
-    header = ("benchmark", "median", "[min – max]", "target", "met")
-    lines = [(row.name, *row_cells(row, targets_apply)) for row in rows]
-    widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
-    out = ["  ".join(cell.ljust(w) for cell, w in zip(header, widths)).rstrip(),
-           "  ".join("-" * w for w in widths)]
-    out += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in lines]
+    lines = [("benchmark", "median", "[min – max]", "target", "met")]
+    lines += [(row.name, *row_cells(row, targets_apply)) for row in rows]
+    widths = [max(map(len, column)) for column in zip(*lines)]
+    out = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines]
+    out.insert(1, "  ".join("-" * w for w in widths))
     out += [f"note: {row.name}: {row.note}" for row in rows if row.values and row.note]
     return "\n".join(out)
 
 
 # --------------------------------------------------------------------------- the committed record
-
-def _row_entry(row: Row, run: int) -> dict:
-    return {"name": row.name, "values": list(row.values), "unit": row.unit,
-            "target": list(row.target) if row.target else None, "note": row.note, "run": run}
-
 
 def record_rows(rows: list[Row], reference: list[str], head: list[str], path: Path = RECORD,
                 date: str | None = None) -> dict:
@@ -647,17 +565,13 @@ def record_rows(rows: list[Row], reference: list[str], head: list[str], path: Pa
     this run did not measure keeps its earlier measured entry (and that entry's run), or is recorded
     as not run (no values, its note) when no run has measured it; a row whose name this run does
     not have at all is dropped (renamed or removed). Returns the record written."""
-    from datetime import datetime, timezone
-
-    from . import provenance
     old = json.loads(path.read_text()) if path.exists() else {"runs": [], "rows": []}
     old_rows = {entry["name"]: entry for entry in old.get("rows", [])}
-    version = provenance.code_version()
     dirty = subprocess.run(["git", "-C", str(locations.REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.strip()
     run = {"date": date or datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-           "command": head[0].split(": ", 1)[-1], "machine": head[1:],
-           "cpu": provenance.machine_label(), "code_version": version + (" (uncommitted changes)" if dirty else ""),
+           "command": head[0].split(": ", 1)[-1], "machine": head[1:], "cpu": provenance.machine_label(),
+           "code_version": provenance.code_version() + (" (uncommitted changes)" if dirty else ""),
            "reference": reference}
     entries, runs = [], []
     for row in rows:
@@ -665,7 +579,9 @@ def record_rows(rows: list[Row], reference: list[str], head: list[str], path: Pa
             entry = dict(old_rows[row.name])
             source = old["runs"][entry["run"]]
         else:   # measured now, or measured by no run yet (kept, as "not run", with this run's note)
-            entry, source = _row_entry(row, -1), run
+            entry = {"name": row.name, "values": list(row.values), "unit": row.unit,
+                     "target": list(row.target) if row.target else None, "note": row.note}
+            source = run
         if source not in runs:
             runs.append(source)
         entry["run"] = runs.index(source)
@@ -687,10 +603,7 @@ def load_record(path: Path = RECORD) -> tuple[list[tuple[Row, int]], list[dict]]
 
 @command
 def main(argv: list[str] | None = None) -> int:
-    """``python -m dlgn_lib.record.bench [--quick | --tiny] [--series | --series-only] [--device D]``.
-
-    Torch runs on ``DLGN_NUM_THREADS`` threads (default 1, see ``dlgn_lib``), as in the series.
-    """
+    """``python -m dlgn_lib.record.bench``; torch runs on ``DLGN_NUM_THREADS`` threads (default 1), as in the series."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.bench", description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="3 repeats and fewer steps (same sizes)")
@@ -718,26 +631,25 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(head), flush=True)
     if args.series_only:   # the other rows, unmeasured: a record keeps their earlier entries
         recorded = load_record(RECORD)[0] if RECORD.exists() else []
+        series_names = set(map(SERIES_ROW.format, SERIES_TARGETS))
         rows, reference = [Row(r.name, (), r.target, r.unit, r.note) for r, _ in recorded
-                           if r.name not in SERIES_ROW_NAMES], []
+                           if r.name not in series_names], []
     else:
         rows, reference = measure(sizes, device, mode=name)
         reference.append(f"load average at the end of the cheap rows (1, 5, 15 min): {load_average()}")
     if args.series or args.series_only:
         rows += series_rows()
     else:
-        rows += [Row(_series_row_name(state), (), ("<=", t), unit=" s",
+        rows += [Row(SERIES_ROW.format(state), (), ("<=", t), unit=" s",
                      note="add --series (runs the series twice)") for state, t in SERIES_TARGETS.items()]
-    text = "\n".join([*head, "", format_table(rows, sizes.targets_apply), "", *reference,
-                      f"load average at the end: {load_average()}"])
-    print("\n" + "\n".join(text.split("\n")[len(head):]))
-    out = locations.build_dir() / "bench.txt"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text + "\n")
+    body = ["", format_table(rows, sizes.targets_apply), "", *reference, f"load average at the end: {load_average()}"]
+    print("\n" + "\n".join(body))
+    out = files.write_atomic(locations.build_dir() / "bench.txt", "\n".join([*head, *body]) + "\n")
     print(f"saved {locations.display_path(out)}")
     if args.record:
         record_rows(rows, reference, head, RECORD)
-        print(f"recorded in {locations.display_path(RECORD)}; `python -m dlgn_lib.record.report write` updates the README")
+        print(f"recorded in {locations.display_path(RECORD)}; "
+              "`python -m dlgn_lib.record.report write` updates the README")
     return 0
 
 
