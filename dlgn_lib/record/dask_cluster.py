@@ -5,25 +5,13 @@
     with cluster.client(scheduler="tcp://host:8786") as c:   # an existing cluster
         ...
 
-The local cluster listens on 127.0.0.1 only, has no dashboard, and runs one single-threaded worker
-process per core (``processes=True``, ``threads_per_worker=1``) without a memory limit: its tasks
-are notebook executions and training runs, not Dask collections, so there is nothing to spill.
-Its own monitoring is slowed (:data:`QUIET_MONITORING`): a task runs for seconds to hours, and
-Dask's defaults (a statistical profiler sampling every 10 ms, an event-loop tick every 20 ms, a
-system monitor every 500 ms) take CPU from the notebooks on a 2-core machine. Its scheduler and
-workers keep their scratch files (lock files, spilled data) in a folder of their own under
-``build/dask-scratch/``, removed when the cluster closes; nothing goes to the system's temporary folder.
-Worker processes inherit this process's environment, the ``DLGN_*`` locations included; set them
-before entering :func:`client`. Workers of an existing cluster must see the repository at the same
-path and the same run cache folder (``DLGN_RUNS_DIR``, on a file system whose ``flock`` locks hold
-across machines), and should be started with ``--nthreads 1``: torch uses one thread per process
-(``DLGN_NUM_THREADS``), and a worker process executes one notebook at a time whatever its thread
-count (papermill changes the process's working directory while it runs one).
-
-The run cache's per-config file locks keep one writer per entry whichever worker trains it, and
-its atomic writes mean a worker killed mid-run leaves no entry behind (at worst a ``.tmp-*``
-folder, when killed while writing, which is never read as an entry): Dask runs the task again on
-another worker, which trains the config from scratch.
+The local cluster listens on 127.0.0.1 only, without a dashboard, with one single-threaded worker process per
+core and no memory limit (its tasks are notebooks and training runs, not Dask collections: nothing to spill).
+Its scratch files go to a folder of their own under ``build/dask-scratch/``, removed when it closes. Workers
+inherit this process's environment (``DLGN_*`` included); workers of an existing cluster must see the
+repository at the same path and the same run cache (``DLGN_RUNS_DIR``, with ``flock`` locks that hold across
+machines), and run with ``--nthreads 1`` (papermill changes a process's working directory while it runs a
+notebook). The run cache's per-config locks and atomic writes make a task whose worker died safe to rerun.
 """
 from __future__ import annotations
 
@@ -44,10 +32,10 @@ from ..train import Run
 
 __all__ = []
 
-#: Dask settings of the local cluster's scheduler and workers: no statistical profiler, an event-loop
-#: health check every 500 ms and a system monitor every 5 s. At rest, on a 2-core AMD EPYC (family 23), a
-#: 2-worker cluster with Dask's defaults used 12.1-12.8 % of a core and with these 1.7-1.8 %
-#: (two clusters of each, interleaved, 20 s each).
+#: Dask's monitoring slowed on the local cluster (tasks run for seconds to hours; the defaults take CPU from the
+#: notebooks on a 2-core machine): no statistical profiler, an event-loop tick every 500 ms, a system monitor
+#: every 5 s. At rest, a 2-worker cluster on a 2-core AMD EPYC used 12.1-12.8 % of a core with Dask's defaults,
+#: 1.7-1.8 % with these (two clusters of each, interleaved, 20 s each).
 QUIET_MONITORING = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "500ms",
@@ -81,7 +69,6 @@ def check_options(workers: int | None = None, scheduler: str | None = None) -> N
 def local_cluster_options(workers: int | None = None, scratch: Path | None = None) -> dict:
     """Keyword arguments of the ``LocalCluster``: ``workers`` processes (default one per core), their
     scratch space in ``scratch`` (default ``build/dask-scratch``)."""
-    check_options(workers)
     return {
         "n_workers": workers if workers is not None else (os.cpu_count() or 1),
         "threads_per_worker": 1,
@@ -91,59 +78,39 @@ def local_cluster_options(workers: int | None = None, scratch: Path | None = Non
         # The scheduler's plain HTTP endpoints (health, metrics): loopback, any free port, not 8787.
         "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"},
         "memory_limit": 0,
-        # Workers' scratch space under the build folder, not the system's temporary folder.
         "local_directory": str(scratch or locations.build_dir() / "dask-scratch"),
     }
 
 
 def connect(address: str, timeout: float | None = None) -> Client:
-    """A client of the scheduler at ``address`` that has at least one worker.
-
-    Raises:
-        ValueError: ``address`` is not an address (``tcp://HOST:PORT``).
-        ClusterUnavailable: nothing answers at ``address`` within ``timeout`` seconds (default
-            :data:`CONNECT_TIMEOUT`), or the scheduler still has no worker after as long.
-    """
+    """A client of the scheduler at ``address`` that has a worker; ValueError for a malformed address,
+    :class:`ClusterUnavailable` when nothing answers, or no worker comes, within ``timeout`` seconds."""
     check_options(scheduler=address)
     timeout = CONNECT_TIMEOUT if timeout is None else timeout
     try:
         c = Client(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         raise ClusterUnavailable(
-            f"cannot reach a Dask scheduler at {address} within {timeout:g} s "
-            f"({type(exc).__name__}: {exc})"
+            f"cannot reach a Dask scheduler at {address} within {timeout:g} s ({type(exc).__name__}: {exc})"
         ) from None
     try:
         c.wait_for_workers(1, timeout=timeout)
     except (OSError, TimeoutError) as exc:
         c.close()
-        raise ClusterUnavailable(
-            f"the Dask scheduler at {address} has no workers after {timeout:g} s; "
-            f"start them with `dask worker {address} --nthreads 1`"
-        ) from exc
+        raise ClusterUnavailable(f"the Dask scheduler at {address} has no workers after {timeout:g} s; "
+                                 f"start them with `dask worker {address} --nthreads 1`") from exc
     return c
 
 
 @contextlib.contextmanager
 def client(workers: int | None = None, scheduler: str | None = None) -> Iterator[Client]:
-    """A Dask client for the duration of a ``with`` block, closed (with its cluster) after it.
-
-    Args:
-        workers: worker processes of the local cluster (default: ``os.cpu_count()``).
-        scheduler: address of an existing scheduler, e.g. ``tcp://host:8786``; no local cluster
-            is started then.
-
-    Raises:
-        ValueError: ``workers`` below 1, a malformed ``scheduler``, or both given.
-        ClusterUnavailable: ``scheduler`` cannot be reached or has no workers.
-    """
+    """A Dask client for a ``with`` block, closed (with its cluster) after it: of a local cluster of ``workers``
+    processes (default one per core), or of the existing ``scheduler`` (e.g. ``tcp://host:8786``). Raises
+    ValueError and :class:`ClusterUnavailable` as :func:`check_options` and :func:`connect` do."""
     check_options(workers, scheduler)
     if scheduler is not None:
-        c = connect(scheduler)
-        try:
+        with contextlib.closing(connect(scheduler)) as c:
             yield c
-        finally:
-            c.close()
         return
     # The scheduler's lock files too: it keeps them in Dask's temporary directory.
     scratch = tempfile.mkdtemp(dir=files.writable_folder(locations.build_dir() / "dask-scratch"))
@@ -165,10 +132,8 @@ def worker_address() -> str:
 
 
 def seed_groups(configs: Iterable[RunConfig]) -> list[list[RunConfig]]:
-    """Configs equal in everything but ``seed``, grouped as ``runs.get_or_train_many`` groups them.
-
-    Groups are in order of first appearance; a config listed twice appears once.
-    """
+    """Configs equal in everything but ``seed``, grouped as ``runs.get_or_train_many`` groups them:
+    in order of first appearance, a config listed twice once."""
     groups: dict[str, dict[str, RunConfig]] = {}
     for config in configs:
         groups.setdefault(config.replace(seed=0).key(), {}).setdefault(config.key(), config)
@@ -176,18 +141,12 @@ def seed_groups(configs: Iterable[RunConfig]) -> list[list[RunConfig]]:
 
 
 def get_or_train_group(configs: list[RunConfig], runs_dir: str, device=None, verbose: bool = False) -> list[Run]:
-    """The task behind :func:`get_or_train_distributed`: ``runs.get_or_train_many`` in a worker.
-
-    Raises:
-        RuntimeError: the worker's run cache is not ``runs_dir`` (the caller's), so the runs it
-            trained would be invisible to the caller's later ``get_or_train``.
-    """
+    """``runs.get_or_train_many`` in a worker; RuntimeError when the worker's run cache is not ``runs_dir``
+    (the caller's), whose later ``get_or_train`` would not see the runs."""
     here = locations.runs_dir()
     if here != Path(runs_dir):
-        raise RuntimeError(
-            f"worker {worker_address()} uses the run cache {here}, the client {runs_dir}; "
-            f"start the workers with DLGN_RUNS_DIR={runs_dir}"
-        )
+        raise RuntimeError(f"worker {worker_address()} uses the run cache {here}, the client {runs_dir}; "
+                           f"start the workers with DLGN_RUNS_DIR={runs_dir}")
     return runs.get_or_train_many(configs, device=device, progress=False, verbose=verbose, detail=verbose)
 
 
@@ -195,15 +154,9 @@ def get_or_train_distributed(configs: Iterable[RunConfig], client: Client, *, de
                              verbose: bool = False) -> list[Run]:
     """``runs.get_or_train_many`` spread over the workers of ``client``; runs in input order.
 
-    Each group of configs that differ only in seed (:func:`seed_groups`) is one task, so its
-    missing seeds still train together, as ``runs.get_or_train_many`` trains them. A task whose
-    worker dies is run again by Dask on another worker. ``verbose`` prints the "loaded run …" /
-    "training …" lines on the workers' standard output.
-
-    Raises:
-        RuntimeError: a worker's run cache differs from this process's (see
-            :func:`get_or_train_group`); any error of the training itself; Dask's
-            ``KilledWorker`` when a group's workers died too often.
+    Each group of seeds (:func:`seed_groups`) is one task, so its missing seeds train together; Dask reruns a
+    task whose worker died on another worker (``KilledWorker`` when they die too often). ``verbose`` prints
+    the "loaded run …" / "training …" lines on the workers' standard output.
     """
     configs = list(configs)
     groups = seed_groups(configs)
