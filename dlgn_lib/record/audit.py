@@ -3,13 +3,10 @@ verdict rule of ``dlgn_lib/verdict_rules.json`` committed before any result made
 
     python -m dlgn_lib.record.audit [--repo PATH]
 
-For each rule: its registration commit, the first commit carrying results under it (notebook
-outputs naming it, or the full record's ``rule``), whether every such commit strictly follows the
-registration, later edits of its entry, and whether the registration carried the rule cell, config
-and estimators (required from v4). One line per rule, then a summary; docs/guide.md ("The
-pre-registration audit") defines each term. Exit status 1 when a rule's order is violated or a v4+
-registration is incomplete, 2 with a one-line error when git, the repository, its full history or
-the registry is missing; else 0. A record tool: no science module imports it.
+One line per rule (its registration commit, its first results, whether every result strictly follows the
+registration, later edits of its entry, whether the registration carried the rule cell, config and estimators,
+required from v4), then a summary; docs/guide.md ("The pre-registration audit") defines each term. Exit status 1
+on a violation, 2 with a one-line error when git, the repository, its full history or the registry is missing.
 """
 from __future__ import annotations
 
@@ -289,16 +286,12 @@ def _rule_cell_sources(notebook: dict | None) -> list[str]:
 
 
 def _as_list(value) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else [str(v) for v in value]
+    return [] if value is None else [value] if isinstance(value, str) else [str(v) for v in value]
 
 
 def _json(blob: bytes | None, where: str):
-    if blob is None:
-        return None
     try:
-        return json.loads(blob)
+        return None if blob is None else json.loads(blob)
     except ValueError:
         print(f"audit: warning: {where} is not valid JSON; read as holding nothing", file=sys.stderr)
         return None
