@@ -32,10 +32,8 @@ def modules(package: Path = PACKAGE) -> dict[str, Path]:
     """Every module of the package by its dotted name (a subpackage by its ``__init__.py``)."""
     out = {}
     for path in sorted(package.rglob("*.py")):
-        parts = list(path.relative_to(package.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
 
 
@@ -44,9 +42,7 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1:
         return "root"
-    if parts[1] == "record":
-        return LAYERS[2]
-    return LAYERS[1] if parts[1] in PRESENTATION else LAYERS[0]
+    return LAYERS[2] if parts[1] == "record" else LAYERS[1] if parts[1] in PRESENTATION else LAYERS[0]
 
 
 def line_counts(package: Path = PACKAGE) -> dict[str, int]:
