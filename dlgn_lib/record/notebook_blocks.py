@@ -1,5 +1,6 @@
-"""Each notebook's generated "## Results" cell (``results``): every verdict check with its value
-under ``quick`` and ``full``, fragile checks, and the runtimes; :mod:`dlgn_lib.record.report` writes it."""
+"""Each notebook's generated cells: "What this notebook finds" (``finds``) near its top and "## Results"
+(``results``: every verdict check under ``quick`` and ``full``, and the runtimes); :mod:`dlgn_lib.record.report`
+writes them."""
 from __future__ import annotations
 
 from . import full_results, readme_blocks
@@ -8,10 +9,8 @@ __all__ = []
 
 
 def results_block(m: full_results.Measured, spread: dict | None = None, record: dict | None = None) -> str:
-    """A notebook's results block; a quick check whose pass/fail changed across the CPU code paths of
-    the spread record is marked fragile, with how many code paths passed it. Under ``full``, each
-    claim whose parts this notebook decides opens with its bottom line by parts (rules v4, from every
-    notebook deciding it in ``record``); the checks follow, headed by their rules v3 reading."""
+    """A notebook's results block: per profile its runtime, the bottom line by parts of the claims it decides
+    (``full``), and each verdict's checks (``quick``: marked fragile where the spread record's code paths differ)."""
     outcomes = (spread or {}).get("notebooks", {}).get(m.notebook, {}).get("checks", {})
     lines = []
     for profile, verdicts in (("quick", m.quick), ("full", m.full)):
@@ -20,14 +19,16 @@ def results_block(m: full_results.Measured, spread: dict | None = None, record: 
             continue
         seconds = m.quick_seconds if profile == "quick" else m.full_seconds
         how = (" with a warm run cache" if profile == "quick"
-               else f" ({full_results.FULL_SETTING}; {m.full_note})" if m.full_note else f" ({full_results.FULL_SETTING})")
+               else f" ({full_results.FULL_SETTING}{'; ' + m.full_note if m.full_note else ''})")
         lines.append(f"**`{profile}`** ran in {readme_blocks.seconds_text(seconds)}{how}.")
         if profile == "full" and not full_results.full_is_current(m):
             lines[-1] += (f" It ran under rules v{m.full_rule}" if m.full_rule is not None else
                           " It ran under the rule before rules v3") + \
                 f"; rules v{full_results.current_rule(m.notebook)} has no `full` run yet."
-        if profile == "full" and record is not None and full_results.full_is_current(m):
-            lines += _by_parts(m.notebook, record)
+        elif profile == "full" and record is not None:
+            for claim, line, shown in _claims_decided_in(m.notebook, record):
+                lines += ["", f"{claim} by parts (rules v4, from every notebook deciding it): {line}", "",
+                          *(f"- {text}" + ("" if here else " (decided elsewhere)") for text, here in shown)]
         for v in verdicts:
             seeds = any(c.low is not None for c in v.checks)   # rules v3: checks over seeds with intervals
             lines += ["", f"{v.claim}: {v.short()}" if profile == "quick" else
@@ -45,41 +46,30 @@ def results_block(m: full_results.Measured, spread: dict | None = None, record: 
     return "\n".join(lines).rstrip()
 
 
-def _by_parts(notebook: str, record: dict) -> list[str]:
-    """The bottom line by parts of each claim whose parts ``notebook`` decides."""
+def _claims_decided_in(notebook: str, record: dict):
+    """Each claim with a part ``notebook`` decides: (claim, its bottom line by parts, [(part text, decided here)])."""
     from dlgn_lib import parts
-    lines = []
     for claim in parts.registry()["claims"]:
         labels = [label for label, part in parts.registered_parts(claim).items()
                   if any(r["notebook"] == notebook for r in part["checks"])]
-        if not labels:
-            continue
-        line, shown = readme_blocks.claim_by_parts(claim, record)
-        lines += ["", f"{claim} by parts (rules v4, from every notebook deciding it): {line}", ""]
-        lines += [f"- {text}" + ("" if text[1:text.index(")")] in labels else " (decided elsewhere)") for text in shown]
-    return lines
+        if labels:
+            line, shown = readme_blocks.claim_by_parts(claim, record)
+            yield claim, line, [(text, text[1:text.index(")")] in labels) for text in shown]
 
 
 def finds_block(m: full_results.Measured, record: dict) -> str:
-    """A notebook's "What this notebook finds" block, near its top: each claim whose parts it
-    decides, with the claim's bottom line at paper scale and the parts decided here (word and key
-    number), from the full record; and what its committed ``quick`` outputs are."""
-    from dlgn_lib import parts
+    """A notebook's "What this notebook finds" block: the bottom line at paper scale of each claim whose
+    parts it decides, with those parts, and what its committed ``quick`` outputs are."""
     from dlgn_lib.verdict import WITHOUT_VERDICT
     if m.notebook in WITHOUT_VERDICT:
         return ("This notebook judges no claim: it shows, tabulates or maps. The bottom line of every claim is "
                 "in [the record](../docs/record.md).")
     lines = []
-    for claim in parts.registry()["claims"]:
-        labels = [label for label, part in parts.registered_parts(claim).items()
-                  if any(r["notebook"] == m.notebook for r in part["checks"])]
-        if not labels:
-            continue
-        line, shown = readme_blocks.claim_by_parts(claim, record)
-        here = [text for text in shown if text[1:text.index(")")] in labels]
-        elsewhere = [text[1:text.index(")")] for text in shown if text[1:text.index(")")] not in labels]
+    for claim, line, shown in _claims_decided_in(m.notebook, record):
+        here = [text for text, mine in shown if mine]
+        elsewhere = [text[1:text.index(")")] for text, mine in shown if not mine]
         lines += [f"**{claim}** at paper scale (`full`): {line}. "
-                  + ("Decided here:" if len(here) == len(shown) else f"Parts decided here ({len(here)} of {len(shown)}):"),
+                  + ("Decided here:" if not elsewhere else f"Parts decided here ({len(here)} of {len(shown)}):"),
                   "", *(f"- {text}" for text in here), ""]
         if elsewhere:
             lines += [f"Part{'s' * (len(elsewhere) > 1)} {', '.join(f'({e})' for e in elsewhere)} "
@@ -92,25 +82,18 @@ def finds_block(m: full_results.Measured, record: dict) -> str:
     return "\n".join(lines)
 
 
-def finds_cell(nb):
-    """The cell tagged ``finds`` ("What this notebook finds"), right after the title."""
-    cells = [c for c in nb.cells if "finds" in c.metadata.get("tags", [])]
+def tagged_cell(nb, tag: str):
+    """The notebook's cell tagged ``tag`` (``finds`` or ``results``)."""
+    cells = [c for c in nb.cells if tag in c.metadata.get("tags", [])]
     if not cells:
-        raise ValueError("no cell tagged 'finds'")
+        raise ValueError(f"no cell tagged {tag!r}")
     return cells[0]
 
 
 def _fragile(outcomes: dict) -> str:
-    outcomes = {k: v for k, v in outcomes.items() if k != "committed"}   # code paths only
+    """" (fragile: …)" when a check's pass/fail differs across the CPU code paths of the spread record."""
     from dlgn_lib.verdict import outcome_name
-    named = [outcome_name(v) for v in outcomes.values()]
+    named = [outcome_name(v) for k, v in outcomes.items() if k != "committed"]   # code paths only
     if len(set(named)) < 2:
         return ""
     return f" (fragile: passes under {named.count('pass')} of {len(named)} CPU code paths)"
-
-
-def results_cell(nb):
-    cells = [c for c in nb.cells if "results" in c.metadata.get("tags", [])]
-    if not cells:
-        raise ValueError("no cell tagged 'results'")
-    return cells[0]

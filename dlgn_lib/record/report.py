@@ -1,36 +1,13 @@
 """Numbers in prose, generated from executed notebooks: nothing measured is copied by hand.
 
-Three kinds of text are written here, each between markers ``<!-- report:NAME -->`` and
-``<!-- /report:NAME -->`` that nothing else edits:
-
-- the README's opening table of bottom lines (``bottom``) and its table of the library's layers
-  (``layers``);
-- the record's page, ``docs/record.md``: the bottom lines by parts (``parts``), each notebook's
-  verdict (``claims``), how each ``full`` run was made (``times``), the verdict history
-  (``history``) and the spread across machines (``spread``);
-- the guide's benchmark table (``bench``, ``docs/guide.md``, from ``docs/bench.json``, written by
-  ``python -m dlgn_lib.record.bench --record``);
-- the course guide's timing table (``times``, ``teaching/course_guide.md``) and its table of the
-  class path's walk (``classwalk``, from ``docs/class_walk.json``, written by
-  ``python -m dlgn_lib.record.classwalk --record``);
-- each notebook's "What this notebook finds" cell near its top (``finds``: its claims' bottom
-  lines and the parts it decides, at paper scale) and its "## Results" cell (``results``): every
-  verdict check with its value under ``quick`` and ``full``, and the runtimes.
-
-Each kind is built by a module of its own: :mod:`dlgn_lib.record.readme_blocks` (README, and the
-reconstruction document's tolerance table), :mod:`dlgn_lib.record.guide_blocks` (the course guide) and
-:mod:`dlgn_lib.record.notebook_blocks` (the notebooks), from the record :mod:`dlgn_lib.record.full_results`
-reads and writes; this module puts them in place and holds the command.
-
-``quick`` numbers are read from the committed notebooks (their outputs, their cell timings with
-a warm run cache). ``full`` numbers are read from a record, ``docs/full_results.json``, written by
-``record`` from a folder of notebooks executed with ``PROFILE=full`` (``make figures
-PROFILE=full`` writes one under ``build/notebooks``). Commands::
+Writes the blocks between ``<!-- report:NAME -->`` and ``<!-- /report:NAME -->`` in README, ``docs/record.md``,
+``docs/guide.md``, ``docs/reconstruction.md``, ``teaching/course_guide.md`` and each notebook's ``finds`` and
+``results`` cells, from the committed notebooks (``quick``) and ``docs/full_results.json`` (``full``)::
 
     python -m dlgn_lib.record.report record build/notebooks   # refresh the full record
     python -m dlgn_lib.record.report write                    # rewrite every generated block
     python -m dlgn_lib.record.report check                    # exit 1 when a block disagrees, or a
-                                                       # runtime is typed into prose by hand
+                                                              # runtime is typed into prose by hand
 """
 from __future__ import annotations
 
@@ -50,13 +27,10 @@ __all__ = ["main"]
 
 
 README = locations.REPO_ROOT / "README.md"
-
-
 COURSE_GUIDE = locations.REPO_ROOT / "teaching" / "course_guide.md"
-#: The provenance page: how each full run was made, the verdict history, the spread and the log.
 RECORD_PAGE = locations.REPO_ROOT / "docs" / "record.md"
-#: The reference page (install, running, conventions, performance, reliability).
 GUIDE = locations.REPO_ROOT / "docs" / "guide.md"
+RECONSTRUCTION = locations.REPO_ROOT / "docs" / "reconstruction.md"
 
 
 def _replace_block(text: str, name: str, body: str, where: str) -> str:
@@ -68,46 +42,34 @@ def _replace_block(text: str, name: str, body: str, where: str) -> str:
     return f"{head}{begin}\n{body}\n{end}{tail}"
 
 
-RECONSTRUCTION = locations.REPO_ROOT / "docs" / "reconstruction.md"
-
-
 def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> dict[Path, str]:
-    """Every generated text as it should read now, path -> whole text: README, the record's page, the
-    guide, the reconstruction, the course guide and each notebook (its cells tagged ``finds`` and
-    ``results``)."""
-    data = full_results.measured(notebooks_dir, record)
-    full = full_results.full_record(record)
-    from dlgn_lib.record import bench, reproduce
+    """Every generated text as it should read now, path -> whole text."""
+    from . import bench, classwalk, reproduce
+    data, full = full_results.measured(notebooks_dir, record), full_results.full_record(record)
     spread = reproduce.load_record()
-    series = full.get("series", {})
+    blocks = {
+        README: {"bottom": readme_blocks.short_table(data, full), "layers": readme_blocks.layers_table()},
+        RECORD_PAGE: {"parts": readme_blocks.bottom_lines_table(data, full, "../notebooks/"),
+                      "claims": readme_blocks.claims_table(data, "../notebooks/"),
+                      "times": readme_blocks.times_table(data, series=full.get("series", {})),
+                      "history": readme_blocks.history_table(),
+                      "spread": readme_blocks.spread_table(spread)},
+        GUIDE: {"bench": readme_blocks.bench_table(*bench.load_record()) if bench.RECORD.exists() else
+                "No benchmark record yet: run `python -m dlgn_lib.record.bench --series --record`."},
+        RECONSTRUCTION: {"tolerances": readme_blocks.tolerance_table(spread)},
+        COURSE_GUIDE: {"times": readme_blocks.times_table(data, live=True),
+                       "verdicts": guide_blocks.verdicts_by_notebook_table(data),
+                       "classwalk": classwalk.table(classwalk.load_record())}}
     out = {}
-
-    def fill(path: Path, blocks: dict[str, str]) -> None:
-        text = path.read_text()
-        for name, body in blocks.items():
-            text = _replace_block(text, name, body, str(path))
-        out[path] = text
-
-    fill(README, {"bottom": readme_blocks.short_table(data, full),
-                  "layers": readme_blocks.layers_table()})
-    fill(RECORD_PAGE, {"parts": readme_blocks.bottom_lines_table(data, full, "../notebooks/"),
-                       "claims": readme_blocks.claims_table(data, "../notebooks/"),
-                       "times": readme_blocks.times_table(data, series=series),
-                       "history": readme_blocks.history_table(),
-                       "spread": readme_blocks.spread_table(spread)})
-    fill(GUIDE, {"bench": readme_blocks.bench_table(*bench.load_record()) if bench.RECORD.exists() else
-                 "No benchmark record yet: run `python -m dlgn_lib.record.bench --series --record`."})
-    out[RECONSTRUCTION] = _replace_block(RECONSTRUCTION.read_text(), "tolerances", readme_blocks.tolerance_table(spread),
-                                         str(RECONSTRUCTION))
-    from dlgn_lib.record import classwalk
-    guide = _replace_block(COURSE_GUIDE.read_text(), "times", readme_blocks.times_table(data, live=True), str(COURSE_GUIDE))
-    guide = _replace_block(guide, "verdicts", guide_blocks.verdicts_by_notebook_table(data), str(COURSE_GUIDE))
-    out[COURSE_GUIDE] = _replace_block(guide, "classwalk", classwalk.table(classwalk.load_record()), str(COURSE_GUIDE))
+    for path, bodies in blocks.items():
+        out[path] = path.read_text()
+        for name, body in bodies.items():
+            out[path] = _replace_block(out[path], name, body, str(path))
     for nb_id, path in _notebooks(notebooks_dir).items():
         nb = nbformat.read(path, as_version=4)
-        for cell, name, body in ((notebook_blocks.results_cell(nb), "results",
-                                  notebook_blocks.results_block(data[nb_id], spread, full)),
-                                 (notebook_blocks.finds_cell(nb), "finds", notebook_blocks.finds_block(data[nb_id], full))):
+        for name, body in (("results", notebook_blocks.results_block(data[nb_id], spread, full)),
+                           ("finds", notebook_blocks.finds_block(data[nb_id], full))):
+            cell = notebook_blocks.tagged_cell(nb, name)
             cell.source = _replace_block(cell.source, name, body, str(path))
         out[path] = nbformat.writes(nb) + "\n"
     return out
@@ -120,13 +82,10 @@ def stale(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = FULL_
 
 def write(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> list[Path]:
     """Rewrite the generated blocks that are out of date, each file atomically; returns the files changed."""
-    changed = []
-    for path, text in generated(notebooks_dir, record).items():
-        if path.read_text() == text:
-            continue
+    changed = {path: text for path, text in generated(notebooks_dir, record).items() if path.read_text() != text}
+    for path, text in changed.items():
         write_atomic(path, text)
-        changed.append(path)
-    return changed
+    return list(changed)
 
 
 #: A time as prose quotes one: a number followed by a unit of time.
@@ -143,17 +102,8 @@ NOT_MEASURED = (
 
 
 def typed_runtimes(notebooks_dir: Path = full_results.NOTEBOOKS_DIR) -> list[str]:
-    """Times typed into prose by hand: every full_results.measured time in README, the course guide, the
-    reconstruction document, the guide, the record's page (before its dated reproduction log) and
-    the notebooks' markdown must sit in a generated block (runtimes
-    come from the executed notebooks and ``docs/full_results.json`` only). Returns ``file: text``
-    for each one found; settings and targets (``NOT_MEASURED``) are not measurements (README's
-    benchmark table is generated too, from ``docs/bench.json``)."""
-    texts = {}
-    texts[README] = README.read_text()
-    texts[COURSE_GUIDE] = COURSE_GUIDE.read_text()
-    texts[RECONSTRUCTION] = RECONSTRUCTION.read_text()
-    texts[GUIDE] = GUIDE.read_text()
+    """Times typed into prose by hand (``file: text``), outside the generated blocks and ``NOT_MEASURED``."""
+    texts = {path: path.read_text() for path in (README, COURSE_GUIDE, RECONSTRUCTION, GUIDE)}
     # the record's page up to its reproduction log, a dated log of runs as written at the time
     texts[RECORD_PAGE] = RECORD_PAGE.read_text().split("\n## Reproduction log\n")[0]
     for path in sorted(Path(notebooks_dir).glob("*.ipynb")):
@@ -172,7 +122,7 @@ def typed_runtimes(notebooks_dir: Path = full_results.NOTEBOOKS_DIR) -> list[str
 
 @command
 def main(argv: list[str] | None = None) -> int:
-    """The command line, ``python -m dlgn_lib.record.report`` (the module's docstring says what it does)."""
+    """The command line, ``python -m dlgn_lib.record.report``."""
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.report", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="record the verdicts and runtimes of notebooks executed with PROFILE=full")
