@@ -7,8 +7,8 @@ Each ``notebooks/NN_*.ipynb`` is executed by papermill, with ``PROFILE`` injecte
 into ``build/notebooks/`` (with ``series.json`` beside), as a task of a local Dask cluster
 (:mod:`dlgn_lib.record.dask_cluster`) or of the one at ``--scheduler``. The summary lists every notebook in series
 order with its status, time and the lines it printed that contain "SUPPORTED". Exit status: 1 when a notebook
-failed or a file cannot be written, 2 for bad arguments or an unreachable scheduler, 130 on Ctrl-C (after the
-summary of what finished and the command that runs the rest).
+failed, or with one line naming a file or variable that is refused; 2 for bad arguments or an unreachable
+scheduler; 130 on Ctrl-C, after the summary of what finished and with the command that runs the rest.
 """
 from __future__ import annotations
 
@@ -78,18 +78,6 @@ class Result:
     @property
     def status(self) -> str:
         return "ok" if self.ok else f"FAILED {self.error}"
-
-
-class SeriesInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a series run: the results that finished, the rest's names, and (its message) the
-    command that runs the rest."""
-
-    def __init__(self, finished: list[Result], unfinished: list[str], profile: str):
-        rerun = " --only " + " ".join(notebook_id(n) for n in unfinished) if unfinished else ""
-        super().__init__(f"{len(finished)} notebooks finished"
-                         + (f", not finished: {', '.join(unfinished)}" if unfinished else "")
-                         + f"; to run the rest: python -m dlgn_lib.record.series run --profile {profile}{rerun}")
-        self.finished, self.unfinished = finished, unfinished
 
 
 class _CurrentInterpreterKernelSpecs(KernelSpecManager):
@@ -292,8 +280,7 @@ def cell_progress(output: Path) -> str | None:
         since = datetime.datetime.fromisoformat(states[k]["start_time"])
     except (KeyError, TypeError, ValueError):
         return f"cell {k + 1} of {len(cells)}"
-    if since.tzinfo is None:
-        since = since.replace(tzinfo=datetime.timezone.utc)
+    since = since.replace(tzinfo=since.tzinfo or datetime.timezone.utc)   # papermill writes UTC without a zone
     in_cell = (datetime.datetime.now(datetime.timezone.utc) - since).total_seconds()
     return f"cell {k + 1} of {len(cells)} for {_minutes(max(in_cell, 0.0))}"
 
@@ -353,10 +340,16 @@ def _run_on_client(client, notebooks: Sequence[Path], output_dir: Path, profile:
                 progress(f"  {notebook.name}: {result.status} in {result.seconds:.1f} s")
     except BaseException as exc:   # the notebooks not started yet need not run
         client.cancel(list(futures))
-        if isinstance(exc, KeyboardInterrupt):   # Ctrl-C: say what finished
-            raise SeriesInterrupted([results[n] for n in notebooks if n in results],
-                                    [n.name for n in notebooks if n not in results], profile) from None
-        raise
+        if not isinstance(exc, KeyboardInterrupt):
+            raise
+        # Ctrl-C: its message says what finished and the command that runs the rest; main prints the results
+        rest = [n for n in notebooks if n not in results]
+        stopped = KeyboardInterrupt(f"{len(results)} notebooks finished"
+                                    + (f", not finished: {', '.join(n.name for n in rest)}" if rest else "")
+                                    + f"; to run the rest: python -m dlgn_lib.record.series run --profile {profile}"
+                                    + (" --only " + " ".join(notebook_id(n) for n in rest) if rest else ""))
+        stopped.finished = [results[n] for n in notebooks if n in results]
+        raise stopped from None
     finally:
         stop.set()
         if progress:
@@ -368,15 +361,9 @@ def run_series(folder: Path | str | None = None, *, profile: str = "quick", only
                kernel_name: str = CURRENT_INTERPRETER_KERNEL, output_dir: Path | str | None = None,
                progress: Callable[[str], None] | None = None, workers: int | None = None,
                scheduler: str | None = None) -> list[Result]:
-    """Execute the notebooks in ``folder`` (default: notebooks/), or those whose ids are in ``only``, on Dask into
-    ``output_dir`` (default: build/notebooks); one Result per notebook, in series order.
-
-    ``progress`` gets a line as each notebook starts and ends (maybe from the client's thread). ``workers``:
-    processes of the local cluster (default: one per core, at most one per notebook); ``scheduler``: an existing
-    cluster's address instead. Bad arguments (ValueError), an ``output_dir`` that is a file or read-only, a bad
-    ``DLGN_HEARTBEAT_S`` or a damaged full record (files.Refusal) are refused before any cluster starts;
-    cluster.ClusterUnavailable when ``scheduler`` cannot be reached; files.Refusal with the results as its
-    ``finished`` when ``series.json`` cannot be written."""
+    """``series run`` (``progress`` may be called from the Dask client's thread): one Result per notebook, in
+    series order. Bad arguments (ValueError) and files (files.Refusal) are refused before any cluster starts;
+    a Refusal to write ``series.json`` carries the results as its ``finished``."""
     check_profile(profile)
     _check_kernel(kernel_name)
     cluster.check_options(workers, scheduler)
