@@ -4,42 +4,14 @@
     python -m dlgn_lib.record.reproduce verify [--profile quick|full] [--only 05 07 ...] [--no-run]
     python -m dlgn_lib.record.reproduce outputs [--only 05 07 ...]
 
-Float results depend on the CPU's code path (MKL's branch, ATen's vector kernels), and training
-magnifies last-bit differences, so a notebook's printed numbers differ from one x86-64 machine to
-another while its words and verdicts do not (reconstruction §7). This module splits every text
-output into a *skeleton* (the text with each number replaced by ``#``) and its numbers:
-
-- skeletons are compared exactly (verdict lines, ``[pass]`` / ``[FAIL]``, every word);
-- numbers are compared within a tolerance derived from their measured spread: for each printed
-  number, ``TOLERANCE_FACTOR`` times the range of values it took across the code paths of
-  ``docs/spread.json`` (written by ``python -m dlgn_lib.record.reproduce spread``), and never less than one
-  unit of its last printed digit (printing rounds; a plain integer gets no such allowance);
-- a word that changed across code paths (a fragile result) may take any of its recorded forms.
-
-The same comparison serves nbval (``tests/nbval_tolerance.py``, in ``make test``) and
-``make verify`` (:func:`verify`, below).
-
-``spread`` executes the quick series once per CPU code path of :data:`VARIANTS` (each with an empty
-run cache of its own, under ``build/spread/<variant>/``) and writes ``docs/spread.json``: for every
-printed number of every compared output, the values it took under each code path and the
-committed notebooks, and their range; for every figure, its RMS pixel difference from the
-committed one; a summary per notebook (largest relative spread, outputs whose words changed, checks
-whose pass/fail changed). The tolerances above come from it.
-
-``verify`` executes the series into ``build/verify/`` (figures included: ``notebooks/`` and
-``figures/`` are never touched) and compares every output with the committed notebooks (quick) or
-every verdict and check with ``docs/full_results.json`` (full), and every figure with the committed
-one, and prints one table. Exit status 1 when anything is outside its tolerance.
-
-Both check their inputs before they run anything (``--only`` ids, ``--variants``, the records they
-read): a refusal is one line naming the file and the reason, exit status 1 (2 for bad arguments). The
-series runs in a child process; when it stops before it has run every notebook, nothing is compared
-and ``docs/spread.json`` is unchanged. On Ctrl-C the child prints what finished and this command
-what to rerun (exit status 130). The record is written whole or not at all.
+Words exactly, numbers within their tolerance measured across CPU code paths (reconstruction §7; nbval
+compares the same way through ``tests/nbval_tolerance.py``). ``spread`` writes that record, ``docs/spread.json``;
+``verify`` re-runs the series and compares it with the record; ``outputs`` re-executes the notebooks in place.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -71,11 +43,12 @@ SPREAD_RECORD = locations.REPO_ROOT / "docs" / "spread.json"
 #: ``480px`` and ``#1f77b4`` are words).
 NUMBER = re.compile(r"(?<![\w.])[-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])"
                     r"|(?<![\w.])[-\u2212]?\.\d+(?![\w])")
-PLACEHOLDER = "#"
+_SPACES = re.compile(r"[ \t]+")
+_CARRIAGE_RETURN = re.compile(r"^.*\r(?=[^\n])", re.MULTILINE)   # nbval drops what a \r overwrote
 
-#: Tolerance = factor x the measured range of a number across code paths (at least one unit of
-#: its last printed digit). Chosen before any cross-machine comparison: the range of a handful of
-#: code paths underestimates the spread of all CPUs, so it is widened.
+#: Tolerance = factor x the measured range of a number across code paths (at least one unit of its last
+#: printed digit). Chosen before any cross-machine comparison: the range of a handful of code paths
+#: underestimates the spread of all CPUs, so it is widened.
 TOLERANCE_FACTOR = 3.0
 
 #: Output keys nbval does not compare (its own list: random widget ids, images), left out here too.
@@ -83,16 +56,10 @@ SKIPPED_KEYS = frozenset({"metadata", "traceback", "prompt_number", "output_type
                           "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg"})
 
 
-def sanitize_patterns(path: Path | None = None) -> list[tuple[str, str]]:
+def sanitize_patterns() -> list[tuple[str, str]]:
     """The (regex, replacement) pairs of ``tests/nbval_sanitize.cfg``: what differs on every run."""
-    path = path or locations.REPO_ROOT / "tests" / "nbval_sanitize.cfg"
-    return re.findall(r"^regex: (.*)$\n^replace: (.*)$", path.read_text(), flags=re.MULTILINE)
-
-
-def sanitize(text: str, patterns: Sequence[tuple[str, str]]) -> str:
-    for regex, replace in patterns:
-        text = re.sub(regex, replace, text)
-    return text
+    text = (locations.REPO_ROOT / "tests" / "nbval_sanitize.cfg").read_text()
+    return re.findall(r"^regex: (.*)$\n^replace: (.*)$", text, flags=re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -106,38 +73,27 @@ class Number:
 
     @property
     def unit(self) -> float:
-        plain = self.text.replace(",", "").replace("\u2212", "-").lstrip("-")
-        mantissa, _, exponent = plain.lower().partition("e")
-        decimals = len(mantissa.partition(".")[2])
+        mantissa, _, exponent = self.text.replace(",", "").lower().partition("e")
         if not exponent and "." not in mantissa:
             return 0.0
-        return 10.0 ** (int(exponent or 0) - decimals)
-
-
-_SPACES = re.compile(r"[ \t]+")
+        return 10.0 ** (int(exponent or 0) - len(mantissa.partition(".")[2]))
 
 
 def split(text: str) -> tuple[str, list[Number]]:
     """A text's skeleton (each number replaced by ``#``, runs of spaces by one: a table's columns
     shift when a number's width changes) and its numbers, in order."""
-    numbers = [Number(m.group(0)) for m in NUMBER.finditer(text)]
-    return _SPACES.sub(" ", NUMBER.sub(PLACEHOLDER, text)), numbers
+    return _SPACES.sub(" ", NUMBER.sub("#", text)), [Number(m.group(0)) for m in NUMBER.finditer(text)]
 
 
 def text_outputs(outputs: Iterable[Mapping], sanitize_text=lambda text: text) -> dict[str, list[str]]:
-    """A cell's compared outputs grouped as nbval groups them: stream name or MIME key -> texts in order.
-
-    Streams of one name are joined into one text, as nbval's ``coalesce_streams`` does; keys nbval
-    does not compare (:data:`SKIPPED_KEYS`) are left out; ``sanitize_text`` is applied to each text.
-    """
-    groups: dict[str, list[str]] = defaultdict(list)
-    streams: dict[str, list[str]] = {}
+    """A cell's compared outputs grouped as nbval groups them (stream name or MIME key -> texts in order;
+    streams of one name joined, as ``coalesce_streams`` does), :data:`SKIPPED_KEYS` left out, each text sanitized."""
+    groups: dict[str, list] = defaultdict(list)
+    streams: dict[str, list[str]] = defaultdict(list)
     for output in outputs:
         kind = output.get("output_type")
         if kind == "stream":
-            if output["name"] not in streams:
-                streams[output["name"]] = []
-                groups[output["name"]].append("")   # filled in below, at the first stream's place
+            groups.setdefault(output["name"], [None])   # the joined text goes at the first stream's place
             streams[output["name"]].append(_text(output["text"]))
         elif kind == "error":
             groups["error"].append(f"{output.get('ename')}: {output.get('evalue')}")
@@ -150,22 +106,34 @@ def text_outputs(outputs: Iterable[Mapping], sanitize_text=lambda text: text) ->
     return dict(groups)
 
 
-_CARRIAGE_RETURN = re.compile(r"^.*\r(?=[^\n])", re.MULTILINE)   # nbval drops what a \r overwrote
-
-
 def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
-def _cell_outputs(nb, patterns: Sequence[tuple[str, str]] = ()) -> dict[str, dict[str, list[str]]]:
-    """Every code cell's compared outputs, by cell id (cells without outputs left out)."""
+def _compared_cells(nb) -> set[str]:
+    """Ids of the cells nbval compares (not marked NBVAL_IGNORE_OUTPUT / NBVAL_SKIP / nbval tags)."""
+    tags = {"nbval-ignore-output", "nbval-skip", "raises-exception"}
+    marks = ("NBVAL_IGNORE_OUTPUT", "NBVAL_SKIP", "NBVAL_RAISES_EXCEPTION")
+    return {cell.get("id") for cell in nb.cells if cell.cell_type == "code"
+            and not tags & set(cell.get("metadata", {}).get("tags", []))
+            and not any(mark in cell.source for mark in marks)}
+
+
+def compared_outputs(path: Path, keep: set[str] | None = None, patterns=None) -> dict:
+    """A notebook's compared outputs by cell id, restricted to ``keep`` (default: its own compared cells)."""
+    nb = nbformat.read(path, as_version=4)
+    keep = _compared_cells(nb) if keep is None else keep
+    patterns = sanitize_patterns() if patterns is None else patterns
+
+    def sanitize(text: str) -> str:
+        for regex, replace in patterns:
+            text = re.sub(regex, replace, text)
+        return text
     cells = {}
-    for index, cell in enumerate(nb["cells"]):
-        if cell.get("cell_type") != "code":
-            continue
-        groups = text_outputs(cell.get("outputs", []), lambda text: sanitize(text, patterns))
-        if groups:
-            cells[cell.get("id") or f"cell-{index}"] = groups
+    for index, cell in enumerate(nb.cells):
+        cell_id = cell.get("id") or f"cell-{index}"
+        if cell.cell_type == "code" and cell_id in keep and (groups := text_outputs(cell.get("outputs", []), sanitize)):
+            cells[cell_id] = groups
     return cells
 
 
@@ -174,12 +142,17 @@ def output_key(cell_id: str, key: str, position: int) -> str:
     return f"{cell_id}/{key}/{position}"
 
 
+def _by_output(cells: Mapping[str, Mapping[str, Sequence[str]]]) -> dict[str, str]:
+    """Output key -> text, for compared outputs by cell id."""
+    return {output_key(cell_id, key, position): text for cell_id, groups in cells.items()
+            for key, texts in groups.items() for position, text in enumerate(texts)}
+
+
 # --- tolerances --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Tolerance:
-    """What the spread record says of one output: each number's range, the skeletons seen, and
-    (for an output whose words changed) every code path's numbers."""
+    """What the spread record says of one output: its numbers' ranges, skeletons, (fragile) every path's numbers."""
     ranges: tuple[float, ...] = ()
     skeletons: tuple[str, ...] = ()
     values: tuple[tuple[str, ...], ...] = ()
@@ -187,25 +160,17 @@ class Tolerance:
     def allowed(self, index: int, ref: Number, new: Number) -> float:
         """Largest allowed |new - ref| for the ``index``-th number of the output."""
         measured = self.ranges[index] if index < len(self.ranges) else 0.0
-        floor = max(ref.unit, new.unit) if (ref.unit or new.unit) else 0.0
-        return max(TOLERANCE_FACTOR * measured, floor)
-
-
-NO_RECORD = Tolerance()
+        return max(TOLERANCE_FACTOR * measured, ref.unit, new.unit)
 
 
 def load_record(path: Path | None = None) -> dict:
-    """The spread record (``docs/spread.json``), or an empty one when there is none yet; a
-    ``files.Refusal`` naming the file when it is damaged."""
+    """The spread record (an empty one when there is none yet; a ``files.Refusal`` when it is damaged)."""
     path = Path(path or SPREAD_RECORD)
-    if not path.exists():
-        return {"notebooks": {}}
-    return _read_record(path, "the spread record")
+    return _read_record(path, "the spread record") if path.exists() else {"notebooks": {}}
 
 
 def _read_record(path: Path, what: str) -> dict:
-    """The record in ``path`` (``docs/spread.json``, ``docs/full_results.json``); a ``files.Refusal``
-    naming the file when it is missing, not JSON, or has no ``notebooks`` table."""
+    """The record in ``path``; a ``files.Refusal`` naming it when missing, not JSON or without a notebooks table."""
     record = files.read_json(path, dict, what)
     if not isinstance(record.get("notebooks"), dict):
         raise files.Refusal(f"{locations.display_path(path)} has no \"notebooks\" table ({what})")
@@ -213,12 +178,10 @@ def _read_record(path: Path, what: str) -> dict:
 
 
 def check_outcomes(notebook: str, record: Mapping | None = None) -> dict[str, list[str]]:
-    """Per check of ``notebook``, its outcome under each code path of the spread record ("pass",
-    "fail", "inconclusive"; a check with one number records True / False, read as pass / fail)."""
-    from dlgn_lib.verdict import outcome_name
-    record = load_record() if record is None else record
-    checks = record.get("notebooks", {}).get(notebook, {}).get("checks", {})
-    return {name: [outcome_name(v) for k, v in paths.items() if k != "committed"] for name, paths in checks.items()}
+    """Per check of ``notebook``, its outcome ("pass", "fail", "inconclusive") under each code path of the record."""
+    checks = (load_record() if record is None else record).get("notebooks", {}).get(notebook, {}).get("checks", {})
+    return {name: [verdict.outcome_name(v) for k, v in by_path.items() if k != "committed"]
+            for name, by_path in checks.items()}
 
 
 def sensitive_checks(notebook: str, record: Mapping | None = None) -> set[str]:
@@ -228,9 +191,8 @@ def sensitive_checks(notebook: str, record: Mapping | None = None) -> set[str]:
 
 
 def tolerance_for(record: Mapping, notebook: str, cell_id: str, key: str, position: int) -> Tolerance:
-    entry = record.get("notebooks", {}).get(notebook, {}).get("outputs", {}).get(output_key(cell_id, key, position))
-    if entry is None:
-        return NO_RECORD
+    """What ``record`` allows one output of ``notebook``."""
+    entry = record.get("notebooks", {}).get(notebook, {}).get("outputs", {}).get(output_key(cell_id, key, position), {})
     values = tuple(tuple(v) for v in entry.get("values", {}).values()) if "skeletons" in entry else ()
     return Tolerance(tuple(entry.get("ranges", ())), tuple(entry.get("skeletons", ())), values)
 
@@ -252,14 +214,13 @@ class Comparison:
     worst: float   # largest |new - ref| / allowed over the numbers (0 when all equal)
 
 
-def compare_text(ref: str, new: str, tolerance: Tolerance = NO_RECORD, where: str = "") -> Comparison:
+def compare_text(ref: str, new: str, tolerance: Tolerance = Tolerance(), where: str = "") -> Comparison:
     """Compare two output texts: skeletons exactly (or one recorded alternative), numbers within tolerance."""
-    ref_skeleton, ref_numbers = split(ref)
-    new_skeleton, new_numbers = split(new)
-    if new_skeleton != ref_skeleton and new_skeleton not in tolerance.skeletons:
-        return Comparison((Difference("text", where, _first_difference(ref_skeleton, new_skeleton)),), 0, math.inf)
+    (ref_skeleton, ref_numbers), (new_skeleton, new_numbers) = split(ref), split(new)
     if new_skeleton != ref_skeleton:
-        return _compare_alternative(new, new_numbers, tolerance, where)
+        if new_skeleton in tolerance.skeletons:
+            return _compare_alternative(new, new_numbers, tolerance, where)
+        return Comparison((Difference("text", where, _first_difference(ref_skeleton, new_skeleton)),), 0, math.inf)
     differences, worst = [], 0.0
     for index, (a, b) in enumerate(zip(ref_numbers, new_numbers)):
         gap = abs(b.value - a.value)
@@ -276,8 +237,7 @@ def compare_text(ref: str, new: str, tolerance: Tolerance = NO_RECORD, where: st
 
 
 def _compare_alternative(new: str, numbers: list[Number], tolerance: Tolerance, where: str) -> Comparison:
-    """An output in one of its recorded other forms (a fragile result): each number must lie in the
-    span of the values recorded for it, widened by the tolerance factor times that span and a unit."""
+    """Numbers of an output in a recorded other form: within the recorded span, widened by the tolerance factor."""
     recorded = [[Number(t).value for t in v] for v in tolerance.values if len(v) == len(numbers)]
     differences = []
     for index, number in enumerate(numbers):
@@ -301,10 +261,9 @@ def _first_difference(a: str, b: str) -> str:
 
 
 def _context(text: str, index: int) -> str:
+    """The line of ``text`` that holds its ``index``-th number, at most 100 characters."""
     match = list(NUMBER.finditer(text))[index]
-    start = text.rfind("\n", 0, match.start()) + 1
-    end = text.find("\n", match.end())
-    line = text[start:end if end >= 0 else None].strip()
+    line = text[text.rfind("\n", 0, match.start()) + 1:].partition("\n")[0].strip()
     return line if len(line) <= 100 else line[:97] + "..."
 
 
@@ -324,100 +283,70 @@ def compare_groups(ref: Mapping[str, Sequence[str]], new: Mapping[str, Sequence[
     return results
 
 
+def figure_tolerance(record: Mapping, notebook: str, name: str) -> float:
+    """Allowed RMS of a figure: the tolerance factor times its largest measured RMS, at least ``FIGURE_FLOOR_RMS``."""
+    measured = record.get("notebooks", {}).get(notebook, {}).get("figures", {}).get(name, {})
+    return max(TOLERANCE_FACTOR * max((v for v in measured.values() if math.isfinite(v)), default=0.0),
+               FIGURE_FLOOR_RMS)
+
+
 # --- the spread record ---------------------------------------------------------------------------
 
 def spread_entries(variants: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]]) -> dict[str, dict]:
-    """Per output, the spread of its numbers across variants (``variant -> cell id -> groups``).
-
-    Each entry: ``values`` (variant -> that output's numbers as printed), ``ranges`` (max - min of
-    each number over the variants whose skeleton equals the first variant's), ``skeletons`` (every
-    distinct skeleton; more than one marks a fragile output) and ``changed_words`` (lines whose
-    words differ across variants).
-    """
-    names = list(variants)
+    """Per output, the spread of its numbers across variants (``variant -> cell id -> groups``): ``values`` as
+    printed, ``ranges`` over the variants that printed the first one's words, ``skeletons`` and ``changed_words``."""
+    texts: dict[str, dict[str, str]] = defaultdict(dict)   # output key -> variant -> text
+    for name, cells in variants.items():
+        for where, text in _by_output(cells).items():
+            texts[where][name] = text
     entries = {}
-    cell_ids = list(dict.fromkeys(c for v in variants.values() for c in v))
-    for cell_id in cell_ids:
-        keys = list(dict.fromkeys(k for v in variants.values() for k in v.get(cell_id, {})))
-        for key in keys:
-            count = max(len(v.get(cell_id, {}).get(key, ())) for v in variants.values())
-            for position in range(count):
-                texts = {name: variants[name].get(cell_id, {}).get(key, [None] * count)[position]
-                         for name in names}
-                texts = {name: text for name, text in texts.items() if text is not None}
-                if not texts:
-                    continue
-                parts = {name: split(text) for name, text in texts.items()}
-                base = next(iter(parts.values()))[0]
-                same = [name for name, (skeleton, _) in parts.items() if skeleton == base]
-                n = len(parts[same[0]][1])
-                ranges = []
-                for i in range(n):
-                    values = [parts[name][1][i].value for name in same]
-                    finite = [v for v in values if math.isfinite(v)]
-                    ranges.append(max(finite) - min(finite) if finite else 0.0)
-                skeletons = list(dict.fromkeys(skeleton for skeleton, _ in parts.values()))
-                entry = {"ranges": ranges,
-                         "values": {name: [x.text for x in numbers] for name, (_, numbers) in parts.items()}}
-                if len(skeletons) > 1:
-                    entry["skeletons"] = skeletons
-                    entry["changed_words"] = _changed_lines(skeletons)
-                if n or len(skeletons) > 1:
-                    entries[output_key(cell_id, key, position)] = entry
+    for where, by_variant in texts.items():
+        parts = {name: split(text) for name, text in by_variant.items()}
+        skeletons = list(dict.fromkeys(skeleton for skeleton, _ in parts.values()))
+        same = [numbers for skeleton, numbers in parts.values() if skeleton == skeletons[0]]
+        entry = {"ranges": [_span(n.value for n in column) for column in zip(*same)],
+                 "values": {name: [n.text for n in numbers] for name, (_, numbers) in parts.items()}}
+        if len(skeletons) > 1:
+            entry.update(skeletons=skeletons, changed_words=_changed_lines(skeletons))
+        if entry["ranges"] or len(skeletons) > 1:
+            entries[where] = entry
     return entries
 
 
+def _span(values: Iterable[float]) -> float:
+    """max - min of the finite ``values`` (0 when there are none)."""
+    finite = [v for v in values if math.isfinite(v)]
+    return max(finite) - min(finite) if finite else 0.0
+
+
 def _changed_lines(skeletons: Sequence[str]) -> list[str]:
-    lines = [s.splitlines() for s in skeletons]
-    changed = []
-    for i in range(max(len(x) for x in lines)):
-        forms = list(dict.fromkeys(x[i].strip() if i < len(x) else "" for x in lines))
-        if len(forms) > 1:
-            changed.append(" | ".join(forms)[:300])
-    return changed
+    rows = itertools.zip_longest(*(s.splitlines() for s in skeletons), fillvalue="")
+    return [" | ".join(forms)[:300] for row in rows if len(forms := list(dict.fromkeys(x.strip() for x in row))) > 1]
 
 
 def _relative_spread(entry: Mapping, reference: str) -> float:
     """Largest range / |reference value| of an output's numbers (numbers printed as 0 left out)."""
-    worst = 0.0
     values = entry["values"].get(reference) or next(iter(entry["values"].values()))
-    for r, text in zip(entry["ranges"], values):
-        value = abs(Number(text).value)
-        if r and value and math.isfinite(value):
-            worst = max(worst, r / value)
-    return worst
+    return max((r / v for r, text in zip(entry["ranges"], values)
+                if r and (v := abs(Number(text).value)) and math.isfinite(v)), default=0.0)
 
 
-def summarise(entries: Mapping[str, Mapping], reference: str) -> dict:
-    """A notebook's line of the record: numbers, numbers that moved, largest relative spread, fragile outputs."""
-    numbers = sum(len(e["ranges"]) for e in entries.values())
-    moved = sum(1 for e in entries.values() for r in e["ranges"] if r)
+def summarise(entries: Mapping[str, Mapping], reference: str, checks: Mapping[str, Mapping] | None = None) -> dict:
+    """A notebook's summary in the record: numbers, how many moved, largest relative spread, fragile outputs, checks."""
     fragile = {k: e["changed_words"] for k, e in entries.items() if "changed_words" in e}
-    checks_changed = [line for lines in fragile.values() for line in lines
-                      if "[pass]" in line or "[FAIL]" in line or "VERDICT" in line]
-    worst_key = max(entries, key=lambda k: _relative_spread(entries[k], reference), default=None)
+    spreads = {k: _relative_spread(e, reference) for k, e in entries.items()}
+    worst_key = max(spreads, key=spreads.get, default=None)
     return {
-        "numbers": numbers,
-        "numbers_that_moved": moved,
-        "largest_relative_spread": round(_relative_spread(entries[worst_key], reference), 4) if worst_key else 0.0,
+        "numbers": sum(len(e["ranges"]) for e in entries.values()),
+        "numbers_that_moved": sum(1 for e in entries.values() for r in e["ranges"] if r),
+        "largest_relative_spread": round(spreads[worst_key], 4) if worst_key else 0.0,
         "largest_relative_spread_at": worst_key,
         "fragile_outputs": len(fragile),
-        "checks_changed": checks_changed,
+        "checks_changed": [line for lines in fragile.values() for line in lines
+                           if "[pass]" in line or "[FAIL]" in line or "VERDICT" in line],
+        "fragile_checks": sorted(name for name, by_path in (checks or {}).items()
+                                 if len({verdict.outcome_name(v) for v in by_path.values()}) > 1),
     }
-
-
-# --- figures -------------------------------------------------------------------------------------
-
-# The floor of a figure's tolerance (FIGURE_FLOOR_RMS) and the comparison itself (figure_rms) are
-# the presentation layer's (dlgn_lib.plots), which save_figure uses too.
-
-
-def figure_tolerance(record: Mapping, notebook: str, name: str) -> float:
-    """Allowed RMS of a figure: the tolerance factor times its largest measured RMS across code
-    paths, at least :data:`FIGURE_FLOOR_RMS`."""
-    measured = record.get("notebooks", {}).get(notebook, {}).get("figures", {}).get(name, {})
-    finite = [v for v in measured.values() if math.isfinite(v)]
-    return max(TOLERANCE_FACTOR * max(finite, default=0.0), FIGURE_FLOOR_RMS)
 
 
 #: The code paths ``spread`` runs: name -> environment. "pinned" is the default of every run
@@ -432,36 +361,26 @@ VARIANTS: dict[str, dict[str, str]] = {
     "native, ATEN_CPU_CAPABILITY=avx2": {"DLGN_NUMERICS": "native", "ATEN_CPU_CAPABILITY": "avx2"},
     "native, ATEN_CPU_CAPABILITY=default": {"DLGN_NUMERICS": "native", "ATEN_CPU_CAPABILITY": "default"},
 }
-#: The code path ``.ci/run`` runs nbval under: not the one that made the committed outputs (ATen's
-#: AVX-512 or AVX2 kernels and MKL's own branch, whichever the CPU has).
-CI_VARIANT = "native"
+
 
 def _slug(variant: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in variant.lower()).strip("-").replace("--", "-")
 
 
-# --- running the series under a code path ------------------------------------------------------
-
 def _run_series_under(variant_env: Mapping[str, str] | None, out: Path, profile: str, only: Sequence[str] | None,
-                     workers: int | None = None, fresh_cache: bool = True, *, then: str, rerun: str) -> None:
-    """Execute the series in a child process with ``variant_env`` set (None: this process's code
-    path as it is); notebooks, figures and (when ``fresh_cache``) the run cache all go under
-    ``out``. A ``files.Refusal`` when the child stopped before it ran every notebook (it wrote no
-    ``series.json``); ``KeyboardInterrupt`` on Ctrl-C, once the child has printed what finished.
-    Their messages end with ``then`` (what became of the record) and ``rerun`` (what to run again)."""
+                      workers: int | None, *, then: str, rerun: str) -> None:
+    """Run the series in a child into ``out`` (under a code path of VARIANTS, or None: as this process runs)."""
+    from dlgn_lib import numerics
     env = dict(os.environ)
     if variant_env is not None:
         # the pin this process applied to itself must not leak into a variant: the child pins anew
-        env = {k: v for k, v in env.items() if k not in _reproduce_variables()}
-        env.update(variant_env)
+        cleared = {name for e in VARIANTS.values() for name in e} | set(numerics.PINNED) | {"DLGN_NUMERICS"}
+        env = {**{k: v for k, v in env.items() if k not in cleared}, **variant_env,
+               "DLGN_RUNS_DIR": str(out / "runs")}
     env["DLGN_FIGURES_DIR"] = str(out / "figures")
-    if fresh_cache:
-        env["DLGN_RUNS_DIR"] = str(out / "runs")
-    command = [sys.executable, "-m", "dlgn_lib.record.series", "run", "--profile", profile, "--output", str(out / "notebooks")]
-    if only:
-        command += ["--only", *only]
-    if workers:
-        command += ["--workers", str(workers)]
+    command = [sys.executable, "-m", "dlgn_lib.record.series", "run", "--profile", profile,
+               "--output", str(out / "notebooks"), *(["--only", *only] if only else []),
+               *(["--workers", str(workers)] if workers else [])]
     note = out / "notebooks" / executed.SERIES_NOTE
     note.unlink(missing_ok=True)   # the child writes it when it has run every notebook
     where = f"the series run into {locations.display_path(out / 'notebooks')}"
@@ -479,52 +398,13 @@ def _run_series_under(variant_env: Mapping[str, str] | None, out: Path, profile:
                             f"(its message is above); {then}")
 
 
-def _reproduce_variables() -> set[str]:
-    """Every variable a variant or the pin sets (cleared before a variant's own are applied)."""
-    from dlgn_lib import numerics
-    return {name for env in VARIANTS.values() for name in env} | set(numerics.PINNED) | {"DLGN_NUMERICS"}
-
-
-# --- the spread record -------------------------------------------------------------------------
-
-def _committed(folder: Path | None = None) -> dict[str, Path]:
-    return {locations.notebook_id(p): p for p in locations.find_notebooks(folder)}
-
-
-def _compared_cells(nb) -> set[str]:
-    """Ids of the cells nbval compares (not marked NBVAL_IGNORE_OUTPUT / NBVAL_SKIP / nbval tags)."""
-    ids = set()
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        tags = set(cell.get("metadata", {}).get("tags", []))
-        if {"nbval-ignore-output", "nbval-skip", "raises-exception"} & tags:
-            continue
-        if "NBVAL_IGNORE_OUTPUT" in cell.source or "NBVAL_SKIP" in cell.source or "NBVAL_RAISES_EXCEPTION" in cell.source:
-            continue
-        ids.add(cell.get("id"))
-    return ids
-
-
-def compared_outputs(path: Path, keep: set[str] | None = None, patterns=None) -> dict:
-    """A notebook's compared outputs by cell id, restricted to ``keep`` (default: its own compared cells)."""
-    nb = nbformat.read(path, as_version=4)
-    keep = _compared_cells(nb) if keep is None else keep
-    patterns = sanitize_patterns() if patterns is None else patterns
-    return {cid: groups for cid, groups in _cell_outputs(nb, patterns).items() if cid in keep}
-
-
-def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = None,
-                 figures_dir: Path | None = None) -> dict:
+def build_record(variant_dirs: Mapping[str, Path]) -> dict:
     """The spread record from executed copies of the series, one folder per code path."""
-    committed = _committed(committed_dir)
-    figures_dir = figures_dir or locations.REPO_ROOT / "figures"
-    patterns = sanitize_patterns()
-    notebooks = {}
-    for nb_id, path in committed.items():
+    patterns, notebooks = sanitize_patterns(), {}
+    for path in locations.find_notebooks():
+        nb_id = locations.notebook_id(path)
         keep = _compared_cells(nbformat.read(path, as_version=4))
-        variants = {"committed": compared_outputs(path, keep, patterns)}
-        failed = {}
+        variants, copies, failed = {"committed": compared_outputs(path, keep, patterns)}, {"committed": path}, {}
         for name, folder in variant_dirs.items():
             copy = folder / "notebooks" / path.name
             if not copy.exists():
@@ -532,79 +412,59 @@ def build_record(variant_dirs: Mapping[str, Path], committed_dir: Path | None = 
             elif (error := _error_of(copy)) is not None:
                 failed[name] = error   # a notebook that stopped with an error measures no spread
             else:
-                variants[name] = compared_outputs(copy, keep, patterns)
-        entries = spread_entries(variants)
-        checks = outcomes_of_copies({"committed": path, **{name: folder / "notebooks" / path.name
-                                                        for name, folder in variant_dirs.items() if name not in failed}})
-        figures = {}
-        for png in sorted(figures_dir.glob(f"{nb_id}_*.png")):
-            rms = {name: figure_rms(png, folder / "figures" / png.name)
-                   for name, folder in variant_dirs.items()
-                   if name not in failed and (folder / "figures" / png.name).exists()}
-            figures[png.name] = {k: round(v, 3) for k, v in rms.items()}
+                variants[name], copies[name] = compared_outputs(copy, keep, patterns), copy
+        entries, checks = spread_entries(variants), outcomes_of_copies(copies)
+        figures = {png.name: {name: round(figure_rms(png, folder / "figures" / png.name), 3)
+                              for name, folder in variant_dirs.items()
+                              if name in copies and (folder / "figures" / png.name).exists()}
+                   for png in sorted((locations.REPO_ROOT / "figures").glob(f"{nb_id}_*.png"))}
         notebooks[nb_id] = {"notebook": path.name, "variants": [n for n in variants if n != "committed"],
-                            "failed": failed,
-                            "summary": _summary(entries, checks),
+                            "failed": failed, "summary": summarise(entries, "committed", checks),
                             "checks": checks, "figures": figures, "outputs": entries}
     return {"about": "Spread of every printed number and figure of the quick series across CPU code paths "
-                     "(python -m dlgn_lib.record.reproduce spread); reconstruction §7 says how tolerances follow from it.",
+                     "(python -m dlgn_lib.record.reproduce spread); reconstruction §7 says how tolerances follow "
+                     "from it.",
             "machine": machine(), "code_version": code_version(),
             "variants": {name: VARIANTS.get(name, {}) for name in variant_dirs},
             "tolerance_factor": TOLERANCE_FACTOR, "notebooks": notebooks}
 
 
 def with_machine(machines: Sequence[Mapping], new: Mapping, notebooks: Sequence[str] | None) -> list[dict]:
-    """The record's ``machines`` with the machine of ``new`` in it once, and the notebooks it measured
-    (``notebooks``; None when it measured them all). A machine already listed gains the notebooks,
-    and its ``code_version`` becomes that of this measurement (the code its latest code paths ran)."""
+    """The record's ``machines`` with ``new``'s once, with the notebooks it measured (None: all), its code version."""
     label = machine_label(new["machine"])
     machines = [dict(m) for m in machines]
-    mine = [m for m in machines if m.get("label") == label]
-    if not mine:
-        entry = {"label": label, **new["machine"], "code_version": new.get("code_version")}
-        if notebooks is not None:
-            entry["notebooks"] = sorted(notebooks)
-        return [*machines, entry]
+    if (mine := next((m for m in machines if m.get("label") == label), None)) is None:
+        machines.append(mine := {"label": label, **new["machine"], "code_version": None, "notebooks": []})
     if new.get("code_version"):
-        mine[0]["code_version"] = new["code_version"]
+        mine["code_version"] = new["code_version"]
     if notebooks is None:
-        mine[0].pop("notebooks", None)
-    elif "notebooks" in mine[0]:
-        mine[0]["notebooks"] = sorted({*mine[0]["notebooks"], *notebooks})
+        mine.pop("notebooks", None)
+    elif "notebooks" in mine:
+        mine["notebooks"] = sorted({*mine["notebooks"], *notebooks})
     return machines
 
 
 def replace_notebooks(old: Mapping, new: Mapping, only: Sequence[str]) -> dict:
-    """The record ``old`` with the entries of the notebooks ``only`` measured anew in ``new``.
-
-    For notebooks whose committed outputs changed (a new rule, new seeds), the old entries measure
-    outputs that no longer exist, so they cannot be merged: they are replaced by this machine's
-    measurement, named ``<code path> @ <machine>``, and the entry says which machine measured it.
-    The other notebooks' entries, from every machine, are kept as they were; the record's
-    ``machines`` gains this machine, with the notebooks it measured.
-    """
+    """The record ``old`` with the notebooks ``only`` measured anew on this machine (their committed outputs changed):
+    their entries replaced by ``new``'s, named ``<code path> @ <machine>``; every other entry kept."""
     label = machine_label(new["machine"])
-    merged = {k: v for k, v in old.items() if k != "notebooks"}
-    merged["notebooks"] = dict(old.get("notebooks", {}))
+    rename = {name: f"{name} @ {label}" for name in new.get("variants", {})}
+
+    def renamed(by_path: Mapping) -> dict:
+        return {rename.get(k, k): v for k, v in by_path.items()}
+    notebooks = dict(old.get("notebooks", {}))
     for nb_id in only:
         entry = new["notebooks"].get(nb_id)
-        if entry is None or entry.get("failed") and len(entry["failed"]) == len(new.get("variants", {})):
+        if entry is None or entry.get("failed") and len(entry["failed"]) == len(rename):
             raise ValueError(f"notebook {nb_id}: no code path ran it; nothing to replace its record with")
-        rename = {name: f"{name} @ {label}" for name in new.get("variants", {})}
-        entry = json.loads(json.dumps(entry))
-        entry["variants"] = [rename.get(n, n) for n in entry["variants"]]
-        entry["failed"] = {rename.get(k, k): v for k, v in entry.get("failed", {}).items()}
-        entry["checks"] = {c: {rename.get(k, k): v for k, v in o.items()} for c, o in entry["checks"].items()}
-        entry["figures"] = {f: {rename.get(k, k): v for k, v in o.items()} for f, o in entry["figures"].items()}
-        for output in entry["outputs"].values():
-            if isinstance(output, dict) and isinstance(output.get("values"), dict):
-                output["values"] = {rename.get(k, k): v for k, v in output["values"].items()}
-        entry["measured_on"] = {"machine": label, "code_version": new.get("code_version")}
-        merged["notebooks"][nb_id] = entry
-    merged["machines"] = with_machine(old.get("machines", []), new, only)
-    merged["variants"] = {**old.get("variants", {}),
-                          **{f"{n} @ {label}": env for n, env in new.get("variants", {}).items()}}
-    return merged
+        notebooks[nb_id] = {**entry, "variants": [rename.get(n, n) for n in entry["variants"]],
+                            "failed": renamed(entry.get("failed", {})),
+                            "checks": {c: renamed(o) for c, o in entry["checks"].items()},
+                            "figures": {f: renamed(o) for f, o in entry["figures"].items()},
+                            "outputs": {k: {**o, "values": renamed(o["values"])} for k, o in entry["outputs"].items()},
+                            "measured_on": {"machine": label, "code_version": new.get("code_version")}}
+    return {**old, "notebooks": notebooks, "machines": with_machine(old.get("machines", []), new, only),
+            "variants": {**old.get("variants", {}), **{rename[n]: env for n, env in new.get("variants", {}).items()}}}
 
 
 #: An output that quotes the record of ``full`` runs (a quick notebook's SMOKE TEST line): its
@@ -614,107 +474,71 @@ QUOTES_FULL_RECORD = "docs/full_results.json"
 
 def rebase_committed(record: Mapping, nb_id: str, before: Mapping, after: Mapping,
                      checks: Mapping | None = None) -> dict:
-    """The record with notebook ``nb_id``'s committed values taken from its outputs ``after`` it was
-    re-executed in place (``reproduce outputs``) on a code path the record has measured; ``before``
-    are its compared outputs as they were (both as :func:`compared_outputs` gives them).
-
-    Every compared output must print, number for number, what one of the recorded code paths
-    printed, in words it printed before or a recorded alternative (a fragile output); or quote the
-    record of full runs (:data:`QUOTES_FULL_RECORD`), whose numbers are the same on every code
-    path. The new reference is then one of the measured variants, and the measured spread still
-    covers every code path: ranges do not depend on which variant is the reference, and a figure's
-    RMS distance to the new reference is at most twice its recorded largest (the tolerance allows
-    three times). An output whose words moved to a recorded alternative gets the range over every
-    code path. ``checks`` (check name -> outcome, as :func:`outcomes_of_copies` gives them) become the
-    committed outcomes; each must be one a recorded code path had. Anything else raises
-    ``ValueError`` naming the output or check: the outputs changed, and ``reproduce spread`` must
-    measure them again.
-    """
+    """The record with ``nb_id``'s committed values moved to its outputs ``after`` it was re-executed in place
+    (``before``: as they were). Each output must print what a recorded code path printed, each of ``checks`` be an
+    outcome one had, so the measured spread still covers every code path; else ``ValueError``: measure it again."""
     entry = record.get("notebooks", {}).get(nb_id)
     again = f"run python -m dlgn_lib.record.reproduce spread --only {nb_id}"
     if entry is None:
         raise ValueError(f"notebook {nb_id}: not in the spread record; {again}")
     entry = json.loads(json.dumps(entry))
-    old = {output_key(c, k, i): text for c, groups in before.items()
-           for k, texts in groups.items() for i, text in enumerate(texts)}
-    seen = set()
-    for cell_id, groups in after.items():
-        for key, texts in groups.items():
-            for position, text in enumerate(texts):
-                where = output_key(cell_id, key, position)
-                seen.add(where)
-                skeleton, numbers = split(text)
-                out = entry["outputs"].get(where, {})
-                quotes = QUOTES_FULL_RECORD in text
-                if where not in old or (skeleton != split(old[where])[0]
-                                        and skeleton not in out.get("skeletons", ()) and not quotes):
-                    raise ValueError(f"notebook {nb_id}, output {where}: its words changed; {again}")
-                if not numbers:
-                    continue
-                printed = [n.text for n in numbers]
-                if len(out.get("ranges", ())) != len(printed):
-                    raise ValueError(f"notebook {nb_id}, output {where}: not measured in this form; {again}")
-                measured = [v for name, v in out["values"].items() if name != "committed"]
-                if printed not in measured and not quotes:
-                    raise ValueError(f"notebook {nb_id}, output {where}: prints {' '.join(printed)[:120]}, "
-                                     f"which no recorded code path printed; {again}")
-                if out.get("skeletons") and skeleton != out["skeletons"][0]:
-                    columns = [[Number(v[i]).value for v in [*measured, printed]] for i in range(len(printed))]
-                    out["ranges"] = [max(f) - min(f) if (f := [x for x in c if math.isfinite(x)]) else 0.0
-                                     for c in columns]
-                    out["skeletons"] = [skeleton, *(s for s in out["skeletons"] if s != skeleton)]
-                out["values"]["committed"] = printed
-    gone = sorted(set(old) - seen)
-    if gone:
+    old, new = _by_output(before), _by_output(after)
+    for where, text in new.items():
+        skeleton, numbers = split(text)
+        out = entry["outputs"].get(where, {})
+        quotes = QUOTES_FULL_RECORD in text
+        if where not in old or (skeleton != split(old[where])[0]
+                                and skeleton not in out.get("skeletons", ()) and not quotes):
+            raise ValueError(f"notebook {nb_id}, output {where}: its words changed; {again}")
+        if not numbers:
+            continue
+        printed = [n.text for n in numbers]
+        if len(out.get("ranges", ())) != len(printed):
+            raise ValueError(f"notebook {nb_id}, output {where}: not measured in this form; {again}")
+        measured = [v for name, v in out["values"].items() if name != "committed"]
+        if printed not in measured and not quotes:
+            raise ValueError(f"notebook {nb_id}, output {where}: prints {' '.join(printed)[:120]}, "
+                             f"which no recorded code path printed; {again}")
+        if out.get("skeletons") and skeleton != out["skeletons"][0]:
+            out["ranges"] = [_span(Number(v[i]).value for v in [*measured, printed]) for i in range(len(printed))]
+            out["skeletons"] = [skeleton, *(s for s in out["skeletons"] if s != skeleton)]
+        out["values"]["committed"] = printed
+    if gone := sorted(set(old) - set(new)):
         raise ValueError(f"notebook {nb_id}: outputs {', '.join(gone[:5])} are no longer printed; {again}")
     for name, outcome in (checks or {}).items():
         recorded = entry["checks"].get(name, {})
         if outcome not in [v for k, v in recorded.items() if k != "committed"]:
-            raise ValueError(f"notebook {nb_id}, check {name!r}: {outcome!r} is an outcome no recorded code path had; {again}")
+            raise ValueError(f"notebook {nb_id}, check {name!r}: {outcome!r} is an outcome no recorded code path "
+                             f"had; {again}")
         recorded["committed"] = outcome
     entry["committed_on"] = {"machine": machine_label(), "code_version": code_version()}
-    rebased = json.loads(json.dumps(record))
-    rebased["notebooks"][nb_id] = entry
-    return rebased
+    return {**record, "notebooks": {**record["notebooks"], nb_id: entry}}
 
 
 def merge_records(old: Mapping, new: Mapping) -> dict:
-    """One spread record from two: every code path of both, each output's ranges over all of them.
-
-    Both records measure against the same committed notebooks (their "committed" values must
-    agree: a record of other committed outputs cannot be merged). Per output, ``values`` gains the
-    new code paths; a number's range becomes the larger of the two records' ranges and the range
-    over the union of values of the code paths that printed the output's committed words; skeletons
-    and changed words are united. Checks' outcomes, figure RMS and failures are united, and the
-    summary is computed again. The record's ``machines`` lists every machine that contributed.
-    """
-    merged = {k: v for k, v in old.items() if k != "notebooks"}
+    """One spread record from two of the same committed outputs: every code path of both, each number's range
+    over all of them (where words changed, the larger of the two records'), checks, figures and machines united."""
     machines = old.get("machines", [{"label": machine_label(old["machine"]), **old["machine"],
                                      "code_version": old.get("code_version")}] if old.get("machine") else [])
     measured = sorted(new.get("notebooks", {}))
-    merged["machines"] = with_machine(machines, new, measured if measured != sorted(old.get("notebooks", {})) else None)
-    merged["variants"] = {**old.get("variants", {}), **new.get("variants", {})}
-    merged["code_version"] = new.get("code_version", old.get("code_version"))
     notebooks = {}
-    for nb_id in dict.fromkeys([*old.get("notebooks", {}), *new.get("notebooks", {})]):
+    for nb_id in {**old.get("notebooks", {}), **new.get("notebooks", {})}:
         a, b = old.get("notebooks", {}).get(nb_id), new.get("notebooks", {}).get(nb_id)
         if a is None or b is None:
             notebooks[nb_id] = a or b
             continue
-        outputs = {}
-        for key in dict.fromkeys([*a["outputs"], *b["outputs"]]):
-            outputs[key] = _merge_output(a["outputs"].get(key), b["outputs"].get(key), f"{nb_id} {key}")
-        checks = {name: {**a["checks"].get(name, {}), **b["checks"].get(name, {})}
-                  for name in dict.fromkeys([*a["checks"], *b["checks"]])}
-        figures = {name: {**a["figures"].get(name, {}), **b["figures"].get(name, {})}
-                   for name in dict.fromkeys([*a["figures"], *b["figures"]])}
+        outputs = {key: _merge_output(a["outputs"].get(key), b["outputs"].get(key), f"{nb_id} {key}")
+                   for key in {**a["outputs"], **b["outputs"]}}
+        checks, figures = ({name: {**a[part].get(name, {}), **b[part].get(name, {})} for name in {**a[part], **b[part]}}
+                           for part in ("checks", "figures"))
         notebooks[nb_id] = {
             "notebook": a["notebook"], "variants": list(dict.fromkeys([*a["variants"], *b["variants"]])),
             "failed": {**a.get("failed", {}), **b.get("failed", {})},
-            "summary": _summary(outputs, checks),
+            "summary": summarise(outputs, "committed", checks),
             "checks": checks, "figures": figures, "outputs": outputs}
-    merged["notebooks"] = notebooks
-    return merged
+    return {**old, "notebooks": notebooks, "variants": {**old.get("variants", {}), **new.get("variants", {})},
+            "code_version": new.get("code_version", old.get("code_version")),
+            "machines": with_machine(machines, new, measured if measured != sorted(old.get("notebooks", {})) else None)}
 
 
 def _merge_output(a: Mapping | None, b: Mapping | None, where: str) -> dict:
@@ -725,41 +549,27 @@ def _merge_output(a: Mapping | None, b: Mapping | None, where: str) -> dict:
                          f"({a['values'].get('committed')} against {b['values'].get('committed')}); re-measure instead")
     values = {**a["values"], **b["values"]}
     skeletons = list(dict.fromkeys([*a.get("skeletons", ()), *b.get("skeletons", ())]))
-    ranges = []
-    for i in range(max(len(a["ranges"]), len(b["ranges"]))):
-        larger = max(a["ranges"][i] if i < len(a["ranges"]) else 0.0, b["ranges"][i] if i < len(b["ranges"]) else 0.0)
-        if not skeletons:   # every code path printed the committed words: the range over all of them
-            finite = [x for x in (Number(v[i]).value for v in values.values() if i < len(v)) if math.isfinite(x)]
-            larger = max(larger, max(finite) - min(finite) if finite else 0.0)
-        ranges.append(larger)   # words changed somewhere: which values share the committed words is not
-                                # recorded, so the larger of the two records' ranges
-    entry = {"ranges": ranges, "values": values}
-    if skeletons:
-        entry["skeletons"] = skeletons
-        entry["changed_words"] = list(dict.fromkeys([*a.get("changed_words", ()), *b.get("changed_words", ())]))
-    return entry
-
-
-def _summary(entries: Mapping, checks: Mapping[str, Mapping[str, bool | str]]) -> dict:
-    """A notebook's summary line of the record, with its fragile checks (pass/fail differs across code paths)."""
-    return {**summarise(entries, "committed"),
-            "fragile_checks": sorted(n for n, o in checks.items() if len({verdict.outcome_name(v) for v in o.values()}) > 1)}
+    # words changed somewhere: which values share the committed words is not recorded, so the larger range
+    ranges = [max(x, y) for x, y in itertools.zip_longest(a["ranges"], b["ranges"], fillvalue=0.0)]
+    if not skeletons:   # every code path printed the committed words: the range over all of them
+        ranges = [max(r, _span(Number(v[i]).value for v in values.values() if i < len(v)))
+                  for i, r in enumerate(ranges)]
+        return {"ranges": ranges, "values": values}
+    changed = list(dict.fromkeys([*a.get("changed_words", ()), *b.get("changed_words", ())]))
+    return {"ranges": ranges, "values": values, "skeletons": skeletons, "changed_words": changed}
 
 
 def _error_of(path: Path) -> str | None:
     """The first error a notebook's executed copy stopped with (``ename: evalue``), else None."""
-    for cell in nbformat.read(path, as_version=4).cells:
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "error":
-                return f"{output.get('ename')}: {output.get('evalue')}"[:300]
-    return None
+    errors = (o for cell in nbformat.read(path, as_version=4).cells for o in cell.get("outputs", [])
+              if o.get("output_type") == "error")
+    return next((f"{o.get('ename')}: {o.get('evalue')}"[:300] for o in errors), None)
 
 
 def outcomes_of_copies(copies: Mapping[str, Path]) -> dict[str, dict[str, bool | str]]:
-    """Each printed check's outcome under each code path (check name -> variant -> outcome): True or
-    False for a check with one number, "pass", "fail" or "inconclusive" for a check over seeds and
-    for any check printed inconclusive (a count of rows with undecided ones, rules v3)."""
-    outcomes: dict[str, dict[str, bool]] = {}
+    """Each printed check's outcome under each code path (check name -> variant -> outcome): True / False for
+    a check with one number, "pass", "fail" or "inconclusive" for one over seeds or printed inconclusive."""
+    outcomes: dict[str, dict[str, bool | str]] = {}
     for name, path in copies.items():
         if not path.exists():
             continue
@@ -771,40 +581,27 @@ def outcomes_of_copies(copies: Mapping[str, Path]) -> dict[str, dict[str, bool |
 
 
 def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = None, reuse: bool = False,
-           out_root: Path | None = None, record: Path | None = None, workers: int | None = None,
-           add: bool = False) -> dict:
-    """Run the series under each code path (reusing finished ones with ``reuse``) and write the record.
-
-    With ``add`` the record is not replaced: this machine's code paths join the ones already in it
-    (:func:`merge_records`), named ``<code path> @ <machine>``, so that the tolerances cover what
-    another physical CPU computes as well as the code paths one machine can stand in for.
-
-    The code paths, the ``only`` ids, the record it adds to (``add`` or ``only``) and the record's
-    folder are checked before anything runs or is removed. A code path whose series run stops
-    before it ran every notebook, or Ctrl-C, leaves the record as it was.
-    """
-    from dlgn_lib.record.series import _writable
+           workers: int | None = None, add: bool = False) -> dict:
+    """Run the series under each code path and write the record: anew, with the notebooks ``only`` replaced, or
+    (``add``) joined by this machine's code paths; all checked first, left as it was when a run fails or stops."""
+    from dlgn_lib.record.series import _writable, select_notebooks
     names = list(variants or VARIANTS)
-    unknown = [n for n in names if n not in VARIANTS]
-    if unknown:
+    if unknown := [n for n in names if n not in VARIANTS]:
         raise ValueError(f"unknown variant(s) {unknown}; available: {list(VARIANTS)}")
-    _check_only(only)
-    record = Path(record or SPREAD_RECORD)
+    notebooks = select_notebooks(locations.find_notebooks(), only)
+    record = SPREAD_RECORD
     old = load_record(record) if add or only else None
     if record.is_dir():
         raise files.Refusal(f"{locations.display_path(record)} is a folder, not a file")
     _writable(record.parent)
-    out_root = out_root or locations.build_dir() / "spread"
-    dirs = {}
+    dirs = {name: locations.build_dir() / "spread" / _slug(name) for name in names}
     for i, name in enumerate(names, 1):
-        folder = out_root / _slug(name)
-        dirs[name] = folder
-        expected = [folder / "notebooks" / p.name for p in locations.find_notebooks()
-                    if not only or locations.notebook_id(p) in only]
-        if reuse and all(p.exists() for p in expected):
-            print(f"[{i}/{len(names)}] {name}: reusing {locations.display_path(folder)}", flush=True)
+        folder, step = dirs[name], f"[{i}/{len(names)}] {name}:"
+        if reuse and all((folder / "notebooks" / p.name).exists() for p in notebooks):
+            print(f"{step} reusing {locations.display_path(folder)}", flush=True)
             continue
-        print(f"[{i}/{len(names)}] {name}: running the quick series ({' '.join(f'{k}={v}' for k, v in VARIANTS[name].items()) or 'no variables'})", flush=True)
+        settings = " ".join(f"{k}={v}" for k, v in VARIANTS[name].items()) or "no variables"
+        print(f"{step} running the quick series ({settings})", flush=True)
         if folder.exists():
             shutil.rmtree(folder)
         start = time.perf_counter()
@@ -812,32 +609,22 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
                           then=f"{locations.display_path(record)} is unchanged",
                           rerun=f"code paths finished: {', '.join(repr(n) for n in names[:i - 1]) or 'none'}; "
                                 "rerun with --reuse to keep them")
-        print(f"[{i}/{len(names)}] {name}: ran in {time.perf_counter() - start:.0f} s", flush=True)
+        print(f"{step} ran in {time.perf_counter() - start:.0f} s", flush=True)
     if add:
         label = machine_label()
         new = build_record({f"{name} @ {label}": folder for name, folder in dirs.items()})
         if only:   # the other notebooks were not run here: they keep their entries as they are
             new["notebooks"] = {k: v for k, v in new["notebooks"].items() if k in only}
         data = merge_records(old, new)
-    elif only:
-        data = replace_notebooks(old, build_record(dirs), only)
     else:
-        data = build_record(dirs)
+        data = replace_notebooks(old, build_record(dirs), only) if only else build_record(dirs)
     write_record(data, record)
     return data
 
 
 def write_record(data: Mapping, record: Path | None = None) -> None:
-    """Write the spread record atomically (a reader never sees half of it; a failed write leaves the
-    old one and no temporary file, and is a ``files.Refusal`` naming the record)."""
+    """Write the spread record atomically (a failed write leaves the old one and is a ``files.Refusal``)."""
     files.write_atomic(record or SPREAD_RECORD, json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
-
-
-def _check_only(only: Sequence[str] | None) -> None:
-    """A ``ValueError`` naming the ids of ``only`` that are no committed notebook's, and the known ones."""
-    from dlgn_lib.record.series import select_notebooks
-    if only:
-        select_notebooks(locations.find_notebooks(), only)
 
 
 def spread_table(data: Mapping) -> str:
@@ -867,7 +654,6 @@ class NotebookCheck:
     notebook: str
     numbers: int = 0
     outside: int = 0
-    worst: str = ""
     worst_excess: float = 0.0
     text_differences: int = 0
     verdicts_equal: bool = True
@@ -888,9 +674,8 @@ class NotebookCheck:
 
 def compare_quick(nb_id: str, committed: Path, copy: Path, figures: Path, record: Mapping) -> NotebookCheck:
     """One notebook's executed copy against the committed one: outputs, verdict lines, figures."""
-    result = NotebookCheck(committed.name)
-    if not copy.exists():
-        result.ran = False
+    result = NotebookCheck(committed.name, ran=copy.exists())
+    if not result.ran:
         return result
     ref_nb, new_nb = nbformat.read(committed, as_version=4), nbformat.read(copy, as_version=4)
     keep, patterns = _compared_cells(ref_nb), sanitize_patterns()
@@ -910,16 +695,22 @@ def compare_quick(nb_id: str, committed: Path, copy: Path, figures: Path, record
     result.verdicts_equal, result.fragile_flips = _verdicts_agree(
         executed.verdicts_of(ref_nb), executed.verdicts_of(new_nb),
         set(record.get("notebooks", {}).get(nb_id, {}).get("summary", {}).get("fragile_checks", ())), details)
-    _compare_figures(result, nb_id, figures, record, details)
-    result.seconds = executed.seconds_of(new_nb)
-    result.details = tuple(details)
+    for png in sorted((locations.REPO_ROOT / "figures").glob(f"{nb_id}_*.png")):
+        result.figures += 1
+        if not (figures / png.name).exists():
+            details.append(f"{nb_id} figure {png.name}: not written")
+            continue
+        rms, allowed = figure_rms(png, figures / png.name), figure_tolerance(record, nb_id, png.name)
+        if rms <= allowed:
+            result.figures_equal += 1
+        else:
+            details.append(f"{nb_id} figure {png.name}: RMS {rms:.2f} > allowed {allowed:.2f}")
+    result.seconds, result.details = executed.seconds_of(new_nb), tuple(details)
     return result
 
 
 def _verdicts_agree(old, new, fragile: set[str], details: list) -> tuple[bool, int]:
-    """Whether two notebooks' verdicts agree: the same claims and checks, each check's pass/fail
-    equal unless it is a recorded fragile check (those are counted); the verdict line may then
-    differ only as the fragile checks make it."""
+    """Whether two notebooks' verdicts agree (checks may differ where recorded fragile), and how many flipped."""
     if [(v.claim, v.profile, v.n_checks, tuple(c.name for c in v.checks)) for v in old] != \
             [(v.claim, v.profile, v.n_checks, tuple(c.name for c in v.checks)) for v in new]:
         details.append("verdicts: other claims or checks than the record's")
@@ -927,104 +718,74 @@ def _verdicts_agree(old, new, fragile: set[str], details: list) -> tuple[bool, i
     flips, agree = 0, True
     for a, b in zip(old, new):
         for ca, cb in zip(a.checks, b.checks):
-            if ca.outcome != cb.outcome:
-                if ca.name in fragile:
-                    flips += 1
-                else:
-                    agree = False
-                    details.append(f"{a.claim}: check {ca.name!r} {ca.outcome} -> {cb.outcome} "
-                                   "(not a recorded fragile check)")
+            if ca.outcome != cb.outcome and ca.name in fragile:
+                flips += 1
+            elif ca.outcome != cb.outcome:
+                agree = False
+                details.append(f"{a.claim}: check {ca.name!r} {ca.outcome} -> {cb.outcome} "
+                               "(not a recorded fragile check)")
     return agree, flips
-
-
-def _verdict_key(v):
-    return (v.claim, v.profile, v.word, v.n_pass, v.n_checks, tuple((c.name, c.outcome) for c in v.checks))
-
-
-def _compare_figures(result: NotebookCheck, nb_id: str, figures: Path, record: Mapping, details: list) -> None:
-    for png in sorted((locations.REPO_ROOT / "figures").glob(f"{nb_id}_*.png")):
-        new = figures / png.name
-        result.figures += 1
-        if not new.exists():
-            details.append(f"{nb_id} figure {png.name}: not written")
-            continue
-        rms, allowed = figure_rms(png, new), figure_tolerance(record, nb_id, png.name)
-        if rms <= allowed:
-            result.figures_equal += 1
-        else:
-            details.append(f"{nb_id} figure {png.name}: RMS {rms:.2f} > allowed {allowed:.2f}")
 
 
 def _compare_full(nb_id: str, copy: Path, full_record: Mapping, record: Mapping) -> NotebookCheck:
     """One notebook executed under ``full`` against ``docs/full_results.json``: verdicts and check values."""
-    result = NotebookCheck(copy.name)
-    if not copy.exists():
-        result.ran = False
+    result = NotebookCheck(copy.name, ran=copy.exists())
+    if not result.ran:
         return result
     nb = nbformat.read(copy, as_version=4)
     new = executed.verdicts_of(nb)
     old = executed._verdicts_from_record(full_record["notebooks"].get(nb_id, {"verdicts": []}))
-    result.verdicts_equal = [_verdict_key(v) for v in old] == [_verdict_key(v) for v in new]
+    keys = [[(v.claim, v.profile, v.word, v.n_pass, v.n_checks, tuple((c.name, c.outcome) for c in v.checks))
+             for v in verdicts] for verdicts in (old, new)]
+    result.verdicts_equal = keys[0] == keys[1]
+    rel = record.get("notebooks", {}).get(nb_id, {}).get("summary", {}).get("largest_relative_spread", 0.0)
     details = []
     for a, b in zip(old, new):
         for ca, cb in zip(a.checks, b.checks):
             result.numbers += 1
-            comparison = compare_text(ca.value, cb.value, NO_RECORD)
-            if comparison.differences and not _within_relative(ca.value, cb.value, record, nb_id):
+            if not compare_text(ca.value, cb.value).differences:
+                continue
+            x, y = Number(ca.value).value, Number(cb.value).value
+            if not abs(x - y) <= TOLERANCE_FACTOR * rel * max(abs(x), abs(y)):
                 result.outside += 1
                 details.append(f"{nb_id} {a.claim} {ca.name}: {ca.value} -> {cb.value}")
-    result.seconds = executed.seconds_of(nb)
-    result.details = tuple(details)
+    result.seconds, result.details = executed.seconds_of(nb), tuple(details)
     return result
 
 
-def _within_relative(a: str, b: str, record: Mapping, nb_id: str) -> bool:
-    """Full-profile check values: within the tolerance factor times the notebook's largest quick relative spread."""
-    rel = record.get("notebooks", {}).get(nb_id, {}).get("summary", {}).get("largest_relative_spread", 0.0)
-    x, y = Number(a).value, Number(b).value
-    return abs(x - y) <= TOLERANCE_FACTOR * rel * max(abs(x), abs(y))
-
-
-def verify(profile: str = "quick", only: Sequence[str] | None = None, out: Path | None = None,
-           workers: int | None = None, run: bool = True) -> list[NotebookCheck]:
-    """Execute the series into ``out`` (default ``build/verify``) and compare it with the record.
-    ``only`` and the records (``docs/spread.json``; ``docs/full_results.json``, which ``full`` needs)
-    are checked before anything runs; a series run that stops early compares nothing."""
-    from dlgn_lib.config import PROFILES
-    if profile not in PROFILES:
-        raise ValueError(f"--profile: unknown profile {profile!r}; allowed: {', '.join(PROFILES)}")
-    out = Path(out or locations.build_dir() / "verify" / profile)
-    committed = _committed()
-    _check_only(only)
+def verify(profile: str = "quick", only: Sequence[str] | None = None, workers: int | None = None,
+           run: bool = True) -> list[NotebookCheck]:
+    """Execute the series into ``build/verify/<profile>`` and compare it with the record (profile, ``only`` and the
+    records checked first; a series run that stops early compares nothing)."""
+    from dlgn_lib.record.series import check_profile, select_notebooks
+    check_profile(profile)
+    out = locations.build_dir() / "verify" / profile
+    notebooks = select_notebooks(locations.find_notebooks(), only)
     record = _read_record(SPREAD_RECORD, "the spread record, which the tolerances come from")
     full_path = executed.FULL_RECORD
     full_record = _read_record(full_path, "the record of full runs") if profile == "full" or full_path.exists() else {}
     if run:
-        again = f"python -m dlgn_lib.record.reproduce verify --profile {profile}" + (" --only " + " ".join(only) if only else "")
-        _run_series_under(None, out, profile, only, workers, fresh_cache=False, then="nothing was compared",
-                          rerun=f"to verify, rerun: {again}")
+        again = f"python -m dlgn_lib.record.reproduce verify --profile {profile}"
+        _run_series_under(None, out, profile, only, workers, then="nothing was compared",
+                          rerun=f"to verify, rerun: {again}" + (f" --only {' '.join(only)}" if only else ""))
     results = []
-    for nb_id, path in committed.items():
-        if only and nb_id not in only:
-            continue
-        copy = out / "notebooks" / path.name
+    for path in notebooks:
+        nb_id, copy = locations.notebook_id(path), out / "notebooks" / path.name
         if profile == "quick":
             result = compare_quick(nb_id, path, copy, out / "figures", record)
             if result.ran:   # this run's quick intervals against the recorded full ones
-                _add_overlaps(result, nb_id, executed.verdicts_of(nbformat.read(copy, as_version=4)), full_record)
+                _add_overlaps(result, nb_id, copy, full_record.get("notebooks", {}).get(nb_id))
         else:
             result = _compare_full(nb_id, copy, full_record, record)
             if result.ran:   # the committed quick intervals against this run's full ones
-                _add_overlaps(result, nb_id, executed.verdicts_of(nbformat.read(path, as_version=4)),
-                              {"notebooks": {nb_id: executed._record_of(copy)}})
+                _add_overlaps(result, nb_id, path, executed._record_of(copy))
         results.append(result)
     return results
 
 
 def interval_overlaps(quick_verdicts, full_verdicts) -> tuple[int, int, list[str]]:
-    """Rules v3: for each check printed with a 90 % interval under quick and under full (same claim
-    and name), whether the two intervals overlap. Returns (overlapping, compared, one line per check
-    that does not overlap). A quick interval that misses full's says quick measures another thing."""
+    """Rules v3: (overlapping, compared, a line per check apart) of the checks with a 90 % interval under both
+    quick and full; a quick interval that misses full's says quick measures another thing."""
     full = {(v.claim, c.name): c for v in full_verdicts for c in v.checks if c.low is not None}
     compared, overlapping, apart = 0, 0, []
     for v in quick_verdicts:
@@ -1033,19 +794,19 @@ def interval_overlaps(quick_verdicts, full_verdicts) -> tuple[int, int, list[str
             if c.low is None or other is None:
                 continue
             compared += 1
-            lo, hi = max(float(c.low), float(other.low)), min(float(c.high), float(other.high))
-            if lo <= hi:
+            if max(float(c.low), float(other.low)) <= min(float(c.high), float(other.high)):
                 overlapping += 1
             else:
                 apart.append(f"{v.claim} {c.name}: quick [{c.low}, {c.high}], full [{other.low}, {other.high}]")
     return overlapping, compared, apart
 
 
-def _add_overlaps(result: NotebookCheck, nb_id: str, quick_verdicts, full_record: Mapping) -> None:
-    entry = full_record.get("notebooks", {}).get(nb_id)
-    if not entry:
+def _add_overlaps(result: NotebookCheck, nb_id: str, quick: Path, full_entry: Mapping | None) -> None:
+    """The quick verdicts of notebook ``quick`` against the full record's entry of the notebook."""
+    if not full_entry:
         return
-    overlapping, compared, apart = interval_overlaps(quick_verdicts, executed._verdicts_from_record(entry))
+    overlapping, compared, apart = interval_overlaps(executed.verdicts_of(nbformat.read(quick, as_version=4)),
+                                                     executed._verdicts_from_record(full_entry))
     result.intervals, result.intervals_overlap = compared, overlapping
     result.details = (*result.details, *(f"{nb_id} intervals apart: {line}" for line in apart))
 
@@ -1057,11 +818,11 @@ def verify_table(results: Sequence[NotebookCheck], profile: str) -> str:
         if not r.ran:
             rows.append((r.notebook, "-", "-", "-", "not run", "-", "-", "-"))
             continue
-        worst = f"{r.outside} ({r.worst_excess:.2f}x allowed)" if r.numbers else "-"
-        rows.append((r.notebook, f"{r.numbers - r.outside} of {r.numbers}", worst,
-                     "equal" if not r.text_differences else f"{r.text_differences} differ",
-                     ("yes" if not r.fragile_flips else f"yes ({r.fragile_flips} fragile check(s) flipped)")
-                     if r.verdicts_equal else "NO",
+        rows.append((r.notebook, f"{r.numbers - r.outside} of {r.numbers}",
+                     f"{r.outside} ({r.worst_excess:.2f}x allowed)" if r.numbers else "-",
+                     f"{r.text_differences} differ" if r.text_differences else "equal",
+                     ("NO" if not r.verdicts_equal else
+                      f"yes ({r.fragile_flips} fragile check(s) flipped)" if r.fragile_flips else "yes"),
                      f"{r.figures_equal} of {r.figures}" if profile == "quick" else "-",
                      f"{r.intervals_overlap} of {r.intervals}" if r.intervals else "-", f"{r.seconds:.0f}"))
     lines = [_table(rows)]
@@ -1069,17 +830,13 @@ def verify_table(results: Sequence[NotebookCheck], profile: str) -> str:
         lines += [f"  {d}" for d in r.details[:10]]
         if len(r.details) > 10:
             lines.append(f"  ... and {len(r.details) - 10} more in {r.notebook}")
-    ok = sum(r.ok for r in results)
-    lines.append(f"verify ({profile}): {ok} of {len(results)} notebooks agree with the record within tolerance")
+    lines.append(f"verify ({profile}): {sum(r.ok for r in results)} of {len(results)} notebooks agree with the "
+                 "record within tolerance")
     return "\n".join(lines)
 
 
 def _outputs_in_place(notebooks: Sequence[Path]) -> int:
-    """``reproduce outputs``: re-execute each notebook in place, then move the spread record's
-    committed values to the new outputs (``rebase_committed``). When a notebook's outputs
-    are ones no recorded code path printed, its record entry is left as it was and the command
-    says to measure it again with ``reproduce spread`` (exit status 1); the notebook keeps its new
-    outputs."""
+    """``reproduce outputs``: re-execute each notebook in place and move the record's committed values to it."""
     from dlgn_lib.record.series import execute_in_place
     load_record()   # a damaged record is refused before any notebook runs
     stale = []
@@ -1100,36 +857,34 @@ def _outputs_in_place(notebooks: Sequence[Path]) -> int:
             print(f"{locations.display_path(SPREAD_RECORD)}: committed values of {nb_id} updated "
                   f"(each output as a recorded code path printed it)")
     if stale:
-        print(f"measure the spread again: python -m dlgn_lib.record.reproduce spread --only {' '.join(stale)}", file=sys.stderr)
+        print(f"measure the spread again: python -m dlgn_lib.record.reproduce spread --only {' '.join(stale)}",
+              file=sys.stderr)
     return 1 if stale else 0
 
-
-# --- the command ---------------------------------------------------------------------------------
 
 @files.command
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m dlgn_lib.record.reproduce`` (the module's docstring says what it does)."""
     from dlgn_lib.config import PROFILES
-    from dlgn_lib.record.series import _positive_int, check_profile, select_notebooks
+    from dlgn_lib.record.series import _positive_int, select_notebooks
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.reproduce", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     spread_cmd = commands.add_parser("spread", help="run the quick series under several CPU code paths, "
-                                                "write docs/spread.json")
-    spread_cmd.add_argument("--only", nargs="+", metavar="ID", help="notebook ids (default: all)")
+                                                    "write docs/spread.json")
+    verify_cmd = commands.add_parser("verify", help="re-run into build/verify and compare with the record")
+    outputs_cmd = commands.add_parser("outputs", help="re-execute the committed notebooks in place and move the "
+                                                      "spread record's committed values to them (maintainers)")
+    for command in (spread_cmd, verify_cmd, outputs_cmd):
+        command.add_argument("--only", nargs="+", metavar="ID", help="notebook ids (default: all)")
     spread_cmd.add_argument("--variants", nargs="+", metavar="NAME", help="code paths (default: all of VARIANTS)")
     spread_cmd.add_argument("--reuse", action="store_true", help="keep a code path's executed copies when complete")
     spread_cmd.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes per run")
     spread_cmd.add_argument("--add", action="store_true",
-                        help="add this machine's code paths to the record instead of replacing it "
-                             "(run on a second CPU: the tolerances then cover it too)")
-    verify_cmd = commands.add_parser("verify", help="re-run into build/verify and compare with the record")
+                            help="add this machine's code paths to the record instead of replacing it "
+                                 "(run on a second CPU: the tolerances then cover it too)")
     verify_cmd.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default: quick)")
-    verify_cmd.add_argument("--only", nargs="+", metavar="ID", help="notebook ids (default: all)")
     verify_cmd.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes")
     verify_cmd.add_argument("--no-run", action="store_true", help="compare the copies already in build/verify")
-    outputs_cmd = commands.add_parser("outputs", help="re-execute the committed notebooks in place and move the "
-                                                      "spread record's committed values to them (maintainers)")
-    outputs_cmd.add_argument("--only", nargs="+", metavar="ID", help="notebook ids (default: all)")
     args = parser.parse_args(argv)
     if args.command == "outputs":
         try:
@@ -1143,7 +898,6 @@ def main(argv: list[str] | None = None) -> int:
             print(spread_table(data))
             print(f"wrote {locations.display_path(SPREAD_RECORD)}")
             return 0
-        check_profile(args.profile)
         results = verify(args.profile, args.only, workers=args.workers, run=not args.no_run)
     except ValueError as exc:
         parser.error(str(exc))
