@@ -169,13 +169,11 @@ def measured(notebooks_dir: Path = NOTEBOOKS_DIR, record: Path = FULL_RECORD) ->
     return out
 
 
-def recorded_full(notebook: str | None, claim: str, record: Path | None = None) -> str:
+def recorded_full(notebook: str, claim: str) -> str:
     """The recorded ``full`` verdict of ``claim`` in ``notebook``, e.g. "SUPPORTED (4 of 4 checks pass)"."""
     from ..verdict import FAIL, INCONCLUSIVE, NOT_RECORDED
-    if notebook is None:
-        return NOT_RECORDED
     try:
-        entry = json.loads((record or FULL_RECORD).read_text())["notebooks"].get(notebook)
+        entry = json.loads(FULL_RECORD.read_text())["notebooks"].get(notebook)
     except (OSError, ValueError):
         return NOT_RECORDED
     for v in _verdicts_from_record(entry) if entry else []:
@@ -207,10 +205,9 @@ def current_rule(notebook: str) -> int:
 
 def _recorded_rule(rule: int | None, notebook: str) -> int | None:
     """An entry's rule; without one (before rules v3) the current rule while below v3, else None."""
-    if rule is not None:
-        return rule
-    now = current_rule(notebook)
-    return now if now < 3 else None
+    if rule is None and (now := current_rule(notebook)) < 3:
+        return now
+    return rule
 
 
 def full_is_current(m: Measured) -> bool:

@@ -125,15 +125,14 @@ def short_table(data: dict[str, full_results.Measured], record: dict) -> str:
 
 def bottom_lines_table(data: dict[str, full_results.Measured], record: dict, notebooks: str = "notebooks/") -> str:
     """The record's table: per claim, its bottom line and parts (rules v4), its rules v3 line and quick result."""
-    from dlgn_lib.verdict import PENDING, bottom_line, combination_rule
+    from dlgn_lib.verdict import bottom_line, combination_rule
     rows = ["| claim | at paper scale (`full`), by parts | its parts: word and key number | rules v3 (`full`, one AND "
             "over every check) | `quick` | notebooks |", "|---|---|---|---|---|---|"]
     for claim, text, ids in (c for c in full_results.CLAIMS if c[0].startswith("C")):
         line, shown = claim_by_parts(claim, record)
-        old = bottom_line(claim, {n: next((v.word for v in data[n].full if v.claim == claim), None)
-                                  if full_results.full_is_current(data[n]) else None
-                                  for n in combination_rule()["claims"][claim]})
-        old = _word(old) if old != PENDING else "*pending*"
+        old = _word(bottom_line(claim, {n: next((v.word for v in data[n].full if v.claim == claim), None)
+                                        if full_results.full_is_current(data[n]) else None
+                                        for n in combination_rule()["claims"][claim]}))
         quick_words = {n: v.word for n in ids for v in (data[n].quick or []) if v.claim == claim}
         quick = (_word(next(iter(quick_words.values()))) if len(set(quick_words.values())) == 1
                  else ", ".join(f"{n} {_word(w)}" for n, w in quick_words.items())) if quick_words else "—"
@@ -182,13 +181,14 @@ def series_line(series: dict, ids: Sequence[str]) -> str:
     cold = {key: run for key, run in series.items()
             if run.get("profile") == "full" and run.get("runs_cache_empty_at_start")
             and all(n.get("status") == "ok" for n in run.get("notebooks", {}).values())}
-    how = "`python -m dlgn_lib.record.series run --profile full`, its `series.json`"
+    how = "The whole series from an empty run cache (`python -m dlgn_lib.record.series run --profile full`, its " \
+        "`series.json`): "
     if not cold:
-        return f"The whole series from an empty run cache ({how}): not measured yet."
+        return how + "not measured yet."
     by_cpu: dict[str, dict] = {}
     for key in sorted(cold, key=lambda k: cold[k].get("started", "")):
         by_cpu.setdefault(cold[key].get("cpu", "a CPU not recorded"), {})[key] = cold[key]
-    return f"The whole series from an empty run cache ({how}): " + " ".join(
+    return how + " ".join(
         _series_on_one_cpu(cpu, runs, ids) for cpu, runs in by_cpu.items())
 
 
