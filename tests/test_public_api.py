@@ -31,13 +31,15 @@ def test_each_public_name_exists_and_is_described(module):
 
 
 def test_the_surface_is_about_a_third_of_the_defined_names():
+    """Public names (``__all__``) against every top-level name the modules define, helpers with a
+    leading underscore included: deleting dead code or renaming a helper moves both sides alike."""
     defined = 0
     for module, path in layers.modules().items():
         if path.name == "__main__.py":
             continue
-        defined += sum(not n.startswith("_") for n in layers._defined(ast.parse(path.read_text())))
+        defined += len(layers._defined(ast.parse(path.read_text())))
     public = sum(len(v or ()) for v in NAMES.values())
-    assert public < 0.45 * defined, f"{public} public names of {defined} defined"
+    assert public <= defined / 3, f"{public} public names of {defined} defined"
 
 
 def test_the_notebooks_use_public_names_only():
