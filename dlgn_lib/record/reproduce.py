@@ -475,8 +475,8 @@ QUOTES_FULL_RECORD = "docs/full_results.json"
 def rebase_committed(record: Mapping, nb_id: str, before: Mapping, after: Mapping,
                      checks: Mapping | None = None) -> dict:
     """The record with ``nb_id``'s committed values moved to its outputs ``after`` it was re-executed in place
-    (``before``: as they were). Each output must print what a recorded code path printed, each of ``checks`` be an
-    outcome one had, so the measured spread still covers every code path; else ``ValueError``: measure it again."""
+    (``before``: as they were). Each output must print what a recorded code path printed (or quote the full record),
+    each of ``checks`` be an outcome one had, so the spread still covers every code path; else ``ValueError``."""
     entry = record.get("notebooks", {}).get(nb_id)
     again = f"run python -m dlgn_lib.record.reproduce spread --only {nb_id}"
     if entry is None:
@@ -516,8 +516,8 @@ def rebase_committed(record: Mapping, nb_id: str, before: Mapping, after: Mappin
 
 
 def merge_records(old: Mapping, new: Mapping) -> dict:
-    """One spread record from two of the same committed outputs: every code path of both, each number's range
-    over all of them (where words changed, the larger of the two records'), checks, figures and machines united."""
+    """One spread record from two of the same committed outputs: each number's range the larger of theirs and (where
+    every code path printed the committed words) the range over all; code paths, checks, figures, machines united."""
     machines = old.get("machines", [{"label": machine_label(old["machine"]), **old["machine"],
                                      "code_version": old.get("code_version")}] if old.get("machine") else [])
     measured = sorted(new.get("notebooks", {}))
