@@ -219,16 +219,18 @@ def _checks(entry: dict) -> list:
     return [c for v in _verdicts_from_record(entry) for c in v.checks]
 
 
+def _part_of(entry: dict, claim: str, label: str) -> dict | None:
+    return next((p for p in entry.get("parts", []) if (p["claim"], p["label"]) == (claim, label)), None)
+
+
 def _part_word_across_machines(entry: dict, claim: str, label: str, patterns: list[str]) -> tuple[str, bool] | None:
     """(word, machines disagree) of a part in an entry and its ``other_machines``; None if not decided there."""
     from dlgn_lib import parts
     machines = [entry, *entry.get("other_machines", [])]
-    words = []
-    for one in machines:
-        found = [p for p in one.get("parts", []) if (p["claim"], p["label"]) == (claim, label)]
-        if not found:
-            return None
-        words.append(found[0]["word"])
+    found = [_part_of(one, claim, label) for one in machines]
+    if None in found:
+        return None
+    words = [p["word"] for p in found]
     if len(set(words)) > 1:
         return parts.INCONCLUSIVE, True
     if words[0] == parts.DOES_NOT_HOLD and len(words) > 1:
@@ -271,24 +273,20 @@ def part_words(claim: str, record: dict) -> dict[str, tuple[str, list[str]]]:
                 words.append(parts.HOLDS if outcomes == {"pass"} else parts.DOES_NOT_HOLD if "fail" in outcomes
                              else parts.INCONCLUSIVE)
                 continue
-            found = [p for p in (entry or {}).get("parts", []) if (p["claim"], p["label"]) == (claim, label)]
+            found = _part_of(entry or {}, claim, label)
             if not entry or (entry.get("rule") or 0) < 4 or not found:
                 missing.append(n)
                 continue
             # a part read differently on the machines of the record is machine-sensitive: inconclusive
             read = _part_word_across_machines(entry, claim, label, _part_patterns(part, n))
-            words.append(read[0] if read else found[0]["word"])
-            undecided |= found[0]["dlgn_undecided"]
+            words.append(read[0] if read else found["word"])
+            undecided |= found["dlgn_undecided"]
         kind = part.get("kind", "all")
-        if not missing:
-            out[label] = (parts.combine(kind, words, undecided), missing)
-        elif kind == "all" and parts.DOES_NOT_HOLD in words:
-            # a check failing at the correction of the whole part decides it, whatever the rest shows
-            out[label] = (parts.DOES_NOT_HOLD, missing)
-        elif undecided:   # like for like: an undecided DLGN check leaves the part inconclusive, whatever the rest shows
-            out[label] = (parts.INCONCLUSIVE, missing)
-        else:
-            out[label] = ("pending", missing)
+        # while a notebook is missing, a check failing at the correction of the whole part decides it, and
+        # (like for like) an undecided DLGN check leaves it inconclusive, whatever the rest shows
+        out[label] = (parts.combine(kind, words, undecided) if not missing
+                      else parts.DOES_NOT_HOLD if kind == "all" and parts.DOES_NOT_HOLD in words
+                      else parts.INCONCLUSIVE if undecided else "pending", missing)
     return out
 
 
@@ -296,7 +294,7 @@ def key_check(claim: str, label: str, record: dict):
     """The check that speaks for a part in the full record: its failing or inconclusive check, else the
     passing check nearest its bar (like for like: the other net's checks); None when none is recorded."""
     from dlgn_lib import parts
-    word = part_words(claim, record).get(label, ("pending", []))[0]
+    word = part_words(claim, record)[label][0]
     part = parts.registered_parts(claim)[label]
     found, dlgn = [], []
     for r in part["checks"]:

@@ -188,8 +188,7 @@ def series_line(series: dict, ids: Sequence[str]) -> str:
     by_cpu: dict[str, dict] = {}
     for key in sorted(cold, key=lambda k: cold[k].get("started", "")):
         by_cpu.setdefault(cold[key].get("cpu", "a CPU not recorded"), {})[key] = cold[key]
-    return how + " ".join(
-        _series_on_one_cpu(cpu, runs, ids) for cpu, runs in by_cpu.items())
+    return how + " ".join(_series_on_one_cpu(cpu, runs, ids) for cpu, runs in by_cpu.items())
 
 
 def _series_on_one_cpu(cpu: str, runs: dict, ids: Sequence[str]) -> str:

@@ -42,10 +42,10 @@ def _replace_block(text: str, name: str, body: str, where: str) -> str:
     return f"{head}{begin}\n{body}\n{end}{tail}"
 
 
-def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> dict[Path, str]:
+def generated(record: Path = FULL_RECORD) -> dict[Path, str]:
     """Every generated text as it should read now, path -> whole text."""
     from . import bench, classwalk, reproduce
-    data, full = full_results.measured(notebooks_dir, record), full_results.full_record(record)
+    data, full = full_results.measured(record=record), full_results.full_record(record)
     spread = reproduce.load_record()
     blocks = {
         README: {"bottom": readme_blocks.short_table(data, full), "layers": readme_blocks.layers_table()},
@@ -65,7 +65,7 @@ def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = F
         out[path] = path.read_text()
         for name, body in bodies.items():
             out[path] = _replace_block(out[path], name, body, str(path))
-    for nb_id, path in _notebooks(notebooks_dir).items():
+    for nb_id, path in _notebooks(full_results.NOTEBOOKS_DIR).items():
         nb = nbformat.read(path, as_version=4)
         for name, body in (("results", notebook_blocks.results_block(data[nb_id], spread, full)),
                            ("finds", notebook_blocks.finds_block(data[nb_id], full))):
@@ -75,14 +75,14 @@ def generated(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = F
     return out
 
 
-def stale(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> list[Path]:
+def stale(record: Path = FULL_RECORD) -> list[Path]:
     """Files whose generated blocks disagree with the executed notebooks and the full record."""
-    return [path for path, text in generated(notebooks_dir, record).items() if path.read_text() != text]
+    return [path for path, text in generated(record).items() if path.read_text() != text]
 
 
-def write(notebooks_dir: Path = full_results.NOTEBOOKS_DIR, record: Path = FULL_RECORD) -> list[Path]:
+def write(record: Path = FULL_RECORD) -> list[Path]:
     """Rewrite the generated blocks that are out of date, each file atomically; returns the files changed."""
-    changed = {path: text for path, text in generated(notebooks_dir, record).items() if path.read_text() != text}
+    changed = {path: text for path, text in generated(record).items() if path.read_text() != text}
     for path, text in changed.items():
         write_atomic(path, text)
     return list(changed)
