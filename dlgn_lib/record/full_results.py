@@ -103,8 +103,7 @@ def _checked_folder(folder: Path) -> tuple[dict[str, Path], dict | None]:
         raise Refusal(f"{display_path(folder)}: no executed notebooks (NN_*.ipynb) to record")
     series = {p.name for p in locations.find_notebooks(NOTEBOOKS_DIR)}
     for nb_id, path in found.items():
-        why = "not a notebook of this series" if path.name not in series else _not_full_run(nb_id, path)
-        if why:
+        if why := "not a notebook of this series" if path.name not in series else _not_full_run(nb_id, path):
             raise Refusal(f"{display_path(path)}: {why}; nothing recorded")
     note = folder / SERIES_NOTE
     if not note.exists():
