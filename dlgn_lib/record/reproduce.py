@@ -684,14 +684,11 @@ def compare_quick(nb_id: str, committed: Path, copy: Path, figures: Path, record
     for cid in ref:
         for comparison in compare_groups(ref[cid], new.get(cid, {}), record, nb_id, cid):
             result.numbers += comparison.numbers
-            for d in comparison.differences:
-                details.append(f"{nb_id} {d.where}: {d.detail}")
-                if d.kind == "text":
-                    result.text_differences += 1
-                else:
-                    result.outside += 1
-            if comparison.worst > result.worst_excess and math.isfinite(comparison.worst):
-                result.worst_excess = comparison.worst
+            result.text_differences += sum(d.kind == "text" for d in comparison.differences)
+            result.outside += sum(d.kind == "number" for d in comparison.differences)
+            details += [f"{nb_id} {d.where}: {d.detail}" for d in comparison.differences]
+            if math.isfinite(comparison.worst):
+                result.worst_excess = max(result.worst_excess, comparison.worst)
     result.verdicts_equal, result.fragile_flips = _verdicts_agree(
         executed.verdicts_of(ref_nb), executed.verdicts_of(new_nb),
         set(record.get("notebooks", {}).get(nb_id, {}).get("summary", {}).get("fragile_checks", ())), details)
