@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from dlgn_lib import files
 from dlgn_lib.record import bench
 
 CHEAP_ROWS = ("SD-I protocol (DLGN 6-6, batch 20, val every epoch), one seed, passes 1-2: plain loop / package",
@@ -142,3 +143,21 @@ def test_series_only_records_the_series_rows_and_keeps_every_other_row_with_its_
     for row in timed:
         got, run = by_name[row.name]
         assert got.values == row.values and got.note == row.note and run["date"] != "2026-01-01"
+
+
+def test_the_cost_split_adds_up_to_each_notebooks_seconds():
+    """Other = seconds − training − analysis − file I/O, never below 0; notebooks without costs are left out."""
+    record = {"profile": "full", "notebooks": {
+        "03_regions.ipynb": {"status": "ok", "seconds": 100.0,
+                             "costs": {"training": 60.0, "analysis": 25.5, "io": 4.5, "wall": 97.0}},
+        "01_paths.ipynb": {"status": "ok", "seconds": 10.0,
+                           "costs": {"training": 8.0, "analysis": 2.0, "io": 0.5, "wall": 9.0}},
+        "02_sd1.ipynb": {"status": "ok", "seconds": 5.0}}}
+    rows = bench.cost_rows(record)
+    assert [r.name[:2] for r in rows] == ["01", "03"]
+    assert rows[1].name == "03 under full, seconds: training, analysis, file I/O, other"
+    assert rows[1].values == (100.0,) and rows[1].note == "60.0, 25.5, 4.5, 10.0"
+    assert rows[0].note == "8.0, 2.0, 0.5, 0.0"   # the kinds overlap the kernel's start: other floors at 0
+    assert bench.cost_table(record).splitlines()[3] == "| 03 | 100 | 60 | 26 | 4 | 10 |"
+    with pytest.raises(files.Refusal, match="x.json: no notebook in it has its costs"):
+        bench.cost_table({"notebooks": {"02_sd1.ipynb": {"seconds": 5.0}}}, "x.json")

@@ -299,3 +299,19 @@ def test_full_expected_times_take_an_entrys_cold_time_where_it_has_one(tmp_path,
     expected = series.expected_seconds(notebooks, "full")
     assert expected == {"01_x.ipynb": 100.0, "02_x.ipynb": 5000.0, "03_x.ipynb": 50.0}
     assert [p.name[:2] for p in series.longest_first(notebooks, expected)] == ["04", "02", "01", "03"]
+
+
+def test_each_notebook_records_where_its_kernel_spent_its_time(tmp_path, build):
+    """The kernel writes its dlgn_lib.costs totals when it ends; the result and series.json carry them, and
+    the file is gone afterwards. A sleep inside ``costs.spent("analysis")`` is counted as analysis."""
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    write_notebook(folder / "01_costs.ipynb", "import time\nfrom dlgn_lib import costs\n"
+                   "with costs.spent('analysis'):\n    time.sleep(0.3)", parameters='PROFILE = "quick"')
+    out = tmp_path / "out"
+    out.mkdir()
+    result = series.run_notebook(folder / "01_costs.ipynb", out, "quick", series.CURRENT_INTERPRETER_KERNEL)
+    assert result.ok, result.message
+    assert 0.3 <= result.costs["analysis"] <= result.costs["wall"] <= result.seconds
+    assert result.costs["training"] == result.costs["io"] == 0
+    assert sorted(p.name for p in out.iterdir()) == ["01_costs.ipynb"]

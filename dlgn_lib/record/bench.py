@@ -99,6 +99,7 @@ MODES = {
 }
 SERIES_TARGETS = {"cold": 600.0, "warm": 120.0}   # seconds, reconstruction §6
 SERIES_ROW = "quick series wall time, {} run cache"   # .format(state), a key of SERIES_TARGETS
+COST_ROW = "{} under {}, seconds: training, analysis, file I/O, other"   # .format(notebook id, profile)
 
 
 @dataclass(frozen=True)
@@ -498,7 +499,38 @@ def series_rows(say=print) -> list[Row]:
             note = (series_note(notebook_seconds(done.stdout)) if done.returncode == 0
                     else f"series exited {done.returncode}: {done.stdout[-300:]!r}")
             rows.append(Row(SERIES_ROW.format(state), (seconds,), ("<=", target), unit=" s", note=note))
+            if state == "cold" and done.returncode == 0:
+                rows += cost_rows(files.read_json(Path(tmp, "build", "notebooks", "series.json"), what="series record"))
     return rows
+
+
+def _cost_split(record: dict) -> list[tuple[str, str, float, list[float]]]:
+    """(notebook id, profile, seconds, [training, analysis, file I/O, other]) per notebook of a ``series.json`` that
+    records its kernel's costs (``dlgn_lib.costs``); other: plotting, uncached analyses, the kernel's start."""
+    out = []
+    for name, entry in sorted(record.get("notebooks", {}).items()):
+        if cost := entry.get("costs"):
+            parts = [cost["training"], cost["analysis"], cost["io"]]
+            out.append((name[:2], record.get("profile", "?"), entry["seconds"],
+                        [*parts, max(entry["seconds"] - sum(parts), 0.0)]))
+    return out
+
+
+def cost_rows(record: dict) -> list[Row]:
+    """A bench row per notebook of a series record: its seconds, the split in the note."""
+    return [Row(COST_ROW.format(nb, profile), (seconds,), unit=" s", note=", ".join(f"{v:.1f}" for v in parts))
+            for nb, profile, seconds, parts in _cost_split(record)]
+
+
+def cost_table(record: dict, source: str = "the series record") -> str:
+    """The split of :func:`cost_rows` as a markdown table (``--costs``)."""
+    split = _cost_split(record)
+    if not split:
+        raise files.Refusal(f"{source}: no notebook in it has its costs (a series run of this version records "
+                            "them: rerun it)")
+    return "\n".join(["| notebook | seconds | training | analysis | file I/O | other |", "|---|---|---|---|---|---|",
+                      *(f"| {nb} | {seconds:.0f} | " + " | ".join(f"{v:.0f}" for v in parts) + " |"
+                        for nb, _, seconds, parts in split)])
 
 
 # --------------------------------------------------------------------------- report
@@ -612,12 +644,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time the whole quick series, cold and warm run cache (about 10 min)")
     parser.add_argument("--series-only", action="store_true",
                         help="time only the quick series; with --record the other rows keep their recorded run")
+    parser.add_argument("--costs", metavar="SERIES_JSON", type=Path,
+                        help="print only where each notebook's time went in a series run's series.json, and stop")
     parser.add_argument("--device", default=None, help="torch device (default: CUDA when present, else CPU)")
     parser.add_argument("--record", action="store_true",
                         help=f"also write the rows into {locations.display_path(RECORD)} (the README's table)")
     args = parser.parse_args(argv)
     if args.record and (args.quick or args.tiny):
         parser.error("--record: only the default sizes are recorded (the targets are for them); drop --quick/--tiny")
+    if args.costs:
+        print(cost_table(files.read_json(args.costs, what="series record"), locations.display_path(args.costs)))
+        return 0
     name = "tiny" if args.tiny else "quick" if args.quick else "default"
     sizes = MODES[name]
     device = torch.device(args.device) if args.device else models.default_device()

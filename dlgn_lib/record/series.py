@@ -70,6 +70,8 @@ class Result:
     seconds: float
     verdicts: tuple[str, ...]
     output: Path
+    #: Seconds the kernel spent training, analysing and on file I/O (``dlgn_lib.costs``); None if not measured.
+    costs: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -104,7 +106,14 @@ class _KernelManager(AsyncKernelManager):
     #: Where the kernel's folder is made: a series run's own folder, which the run removes even when a
     #: kernel ends before its cleanup; None (or a folder this machine lacks) means the system's temporary folder.
     root: str | None = None
+    #: Where the kernel writes its ``dlgn_lib.costs`` totals when it ends (``DLGN_COSTS_FILE``); None: nowhere.
+    costs_file: str | None = None
     _socket_dir: str | None = None
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self.costs_file:
+            kw["env"] = {**kw.get("env", os.environ), "DLGN_COSTS_FILE": self.costs_file}
+        return await super()._async_pre_start_kernel(**kw)
 
     def _folder(self) -> str:
         if self._socket_dir is None:
@@ -192,7 +201,9 @@ def run_notebook(notebook: Path, output_dir: Path, profile: str, kernel_name: st
     partial = _partial(output)
     # A copy left by an earlier run must not lend its verdicts to a run that fails early.
     output.unlink(missing_ok=True)
-    manager = type("_KernelManager", (_KernelManager,), {"root": kernels}) if kernels else _KernelManager
+    costs_file = output_dir / f".{notebook.stem}.costs.json"
+    costs_file.unlink(missing_ok=True)
+    manager = type("_KernelManager", (_KernelManager,), {"root": kernels, "costs_file": str(costs_file)})
     error, message = None, ""
     start = time.perf_counter()
     try:
@@ -216,7 +227,13 @@ def run_notebook(notebook: Path, output_dir: Path, profile: str, kernel_name: st
             error, message = type(exc).__name__, str(exc)
     finally:
         partial.unlink(missing_ok=True)
-    return Result(notebook.name, error, message, seconds, tuple(extract_verdicts(nb)) if nb is not None else (), output)
+    try:
+        costs = json.loads(costs_file.read_text())
+    except (OSError, ValueError):   # a kernel that was killed writes none
+        costs = None
+    costs_file.unlink(missing_ok=True)
+    return Result(notebook.name, error, message, seconds, tuple(extract_verdicts(nb)) if nb is not None else (), output,
+                  costs)
 
 
 # papermill changes the process's working directory while it executes a notebook, so one process
@@ -415,7 +432,8 @@ def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: 
             "started": started.isoformat(timespec="seconds"), "runs_cache_empty_at_start": cache_empty,
             "runs_cache": display_path(runs), "cpu": machine_label(), "numerics": numerics.mode(),
             "code_version": code_version(),
-            "notebooks": {r.notebook: {"status": r.status, "seconds": round(r.seconds, 1)} for r in results}}
+            "notebooks": {r.notebook: {"status": r.status, "seconds": round(r.seconds, 1),
+                                       **({"costs": r.costs} if r.costs else {})} for r in results}}
     try:
         files.write_atomic(output_dir / SERIES_NOTE, json.dumps(note, indent=1) + "\n")
     except files.Refusal as exc:
