@@ -27,8 +27,8 @@ from typing import Any
 
 from . import locations
 
-__all__ = ["Interrupted", "Refusal", "command", "env_choice", "env_float", "env_int", "read_json", "temporary_path",
-           "write_atomic", "writable_folder"]
+__all__ = ["Interrupted", "Refusal", "command", "env_choice", "env_float", "env_int", "environment", "read_json",
+           "temporary_path", "write_atomic", "writable_folder"]
 
 
 class Refusal(Exception):
@@ -63,6 +63,22 @@ def writable_folder(folder: Path | str, *, create: bool = True) -> Path:
         except OSError as err:
             raise Refusal(f"cannot make the folder {_shown(folder)}: {err.strerror or err}") from None
     return folder
+
+
+@contextlib.contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """Set environment variables for the block (a child process started in it inherits them); then
+    each is restored, or removed where it was not set before."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextlib.contextmanager

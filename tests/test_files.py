@@ -113,3 +113,13 @@ def test_a_command_run_with_python_dash_m_names_its_module_not_main(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr == f"python -m dlgn_lib.record.report: error: {tmp_path / 'missing'} does not exist\n"
+
+
+def test_environment_sets_variables_for_a_block_and_restores_them(monkeypatch):
+    monkeypatch.setenv("DLGN_T_SET", "before")
+    monkeypatch.delenv("DLGN_T_UNSET", raising=False)
+    with pytest.raises(RuntimeError):
+        with files.environment(DLGN_T_SET="inside", DLGN_T_UNSET="new"):
+            assert os.environ["DLGN_T_SET"] == "inside" and os.environ["DLGN_T_UNSET"] == "new"
+            raise RuntimeError
+    assert os.environ["DLGN_T_SET"] == "before" and "DLGN_T_UNSET" not in os.environ

@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from unittest import mock
 
 import torch
 from torch import nn
@@ -287,7 +286,7 @@ def measure(sizes: Sizes, device: torch.device, say=print, mode: str = "default"
 
     def sd1_fused(configs):
         def run():   # the trainer reads DLGN_COMPILE per run
-            with mock.patch.dict(os.environ, DLGN_COMPILE=sd1_compile):
+            with files.environment(DLGN_COMPILE=sd1_compile):
                 return fused.train_seeds(configs, device=device, progress=False, dataset=sd1_data)
         return run
 

@@ -9,7 +9,6 @@ and every number a solution's prose quotes is one its snippets printed or its co
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 import tempfile
@@ -17,12 +16,11 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from unittest import mock
 
 import nbformat
 
 from .. import locations
-from ..files import Refusal, command, write_atomic
+from ..files import Refusal, command, environment, write_atomic
 
 __all__ = ["main"]
 
@@ -148,7 +146,7 @@ def run_notebook(notebook: Path, items: list[Snippet]) -> dict[str, str]:
         client = NotebookClient(nb, kernel_name=CURRENT_INTERPRETER_KERNEL, kernel_manager_class=_KernelManager,
                                 resources={"metadata": {"path": str(notebook.parent)}}, timeout=None)
         try:
-            with mock.patch.dict(os.environ, DLGN_FIGURES_DIR=scratch):   # the kernel inherits it
+            with environment(DLGN_FIGURES_DIR=scratch):   # the kernel inherits it
                 client.execute(stderr=log)
         except Exception as exc:
             failed = exc
