@@ -6,7 +6,8 @@
 #                                 notebooks side by side on a local Dask cluster of N worker
 #                                 processes (default: one per core); the one command that writes
 #                                 the committed figures/ (a notebook run by hand writes build/figures/)
-#   make test                     library tests (test-library), then nbval on the committed
+#   make test                     library tests (test-library, TEST_WORKERS=2 test files at a
+#                                 time, TEST_WORKERS=0 one after another), then nbval on the committed
 #                                 notebooks (test-notebooks: words exactly, numbers within the
 #                                 tolerances of docs/spread.json; NBVAL_WORKERS=2 notebooks at a
 #                                 time, NBVAL_WORKERS=0 one after another in this process)
@@ -37,6 +38,8 @@ PROFILE ?= quick
 WORKERS ?=
 # Notebooks nbval executes at a time (pytest-xdist; each kernel trains on one torch thread).
 NBVAL_WORKERS ?= 2
+# Library test files pytest runs at a time (pytest-xdist, --dist loadfile: a file's tests in one process).
+TEST_WORKERS ?= 2
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.dlgn-installed.stamp
@@ -85,7 +88,7 @@ figures: check-profile venv data
 test: test-library test-notebooks
 
 test-library: venv data
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadfile
 
 # The science and presentation tests only (tests/conftest.py marks each file by its imports).
 test-fast: venv data
