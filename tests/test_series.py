@@ -275,7 +275,7 @@ def test_longest_notebooks_start_first_and_results_stay_in_series_order(tmp_path
     for name in ("01_short", "02_long", "03_new"):
         write_notebook(folder / f"{name}.ipynb", f"print('{name}')", parameters='PROFILE = "quick"')
     measured = {"01_short.ipynb": 1.0, "02_long.ipynb": 30.0}
-    monkeypatch.setattr(series, "expected_seconds", lambda notebooks, profile: dict(measured))
+    monkeypatch.setattr(series, "expected_seconds", lambda notebooks, profile, cold=False: dict(measured))
     assert [p.name for p in series.longest_first(series.find_notebooks(folder), measured)] == [
         "03_new.ipynb", "02_long.ipynb", "01_short.ipynb"]
     lines = []
@@ -299,6 +299,23 @@ def test_full_expected_times_take_an_entrys_cold_time_where_it_has_one(tmp_path,
     expected = series.expected_seconds(notebooks, "full")
     assert expected == {"01_x.ipynb": 100.0, "02_x.ipynb": 5000.0, "03_x.ipynb": 50.0}
     assert [p.name[:2] for p in series.longest_first(notebooks, expected)] == ["04", "02", "01", "03"]
+
+
+def test_a_cold_quick_series_expects_the_bench_records_cold_times(tmp_path, monkeypatch):
+    """From an empty run cache the committed outputs' (warm) cell times say nothing of the wait: the bench
+    record's cold per-notebook rows decide the estimate and the order; with a filled cache, the cell times."""
+    import json
+    from dlgn_lib.record import bench
+    record = tmp_path / "bench.json"
+    row = {"unit": " s", "target": None, "note": "", "run": 1}
+    record.write_text(json.dumps({"about": "", "runs": [{}], "rows": [
+        {**row, "name": bench.COST_ROW.format("01", "quick"), "values": [15.0]},
+        {**row, "name": bench.COST_ROW.format("02", "quick"), "values": [110.0]},
+        {**row, "name": bench.COST_ROW.format("02", "full"), "values": [9999.0]}]}))
+    monkeypatch.setattr(bench, "RECORD", record)
+    notebooks = [tmp_path / f"{n}_x.ipynb" for n in ("01", "02", "03")]
+    assert series.expected_seconds(notebooks, "quick", cold=True) == {"01_x.ipynb": 15.0, "02_x.ipynb": 110.0}
+    assert series.expected_seconds(notebooks, "quick") == {}   # no committed notebooks of these names
 
 
 def test_each_notebook_records_where_its_kernel_spent_its_time(tmp_path, build):

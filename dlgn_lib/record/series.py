@@ -255,9 +255,17 @@ def run_notebook_task(notebook: Path, output_dir: Path, profile: str, kernel_nam
         return run_notebook(notebook, output_dir, profile, kernel_name, kernels)
 
 
-def expected_seconds(notebooks: Sequence[Path], profile: str) -> dict[str, float]:
-    """Each notebook's last measured run time, where it has one: the committed outputs' cell timings (quick),
-    or ``docs/full_results.json`` (full: an entry's ``cold_seconds``, from an empty run cache, else ``seconds``)."""
+def expected_seconds(notebooks: Sequence[Path], profile: str, cold: bool = False) -> dict[str, float]:
+    """Each notebook's last measured run time, where it has one: ``docs/full_results.json`` (full: an entry's
+    ``cold_seconds``, from an empty run cache, else ``seconds``); for quick from an empty run cache (``cold``),
+    the cold series of the bench record (``docs/bench.json``), else the committed outputs' cell timings."""
+    if profile != "full" and cold:
+        from dlgn_lib.record import bench
+        rows = {row.name: row.median for row, _ in bench.load_record(bench.RECORD)[0]} if bench.RECORD.exists() else {}
+        recorded = {nb.name: rows[name] for nb in notebooks
+                    if (name := bench.COST_ROW.format(notebook_id(nb), profile)) in rows}
+        if recorded:
+            return recorded
     if profile == "full":
         entries = (files.read_json(executed.FULL_RECORD, what="the record of full runs").get("notebooks", {})
                    if executed.FULL_RECORD.exists() else {})
@@ -390,7 +398,7 @@ def run_series(folder: Path | str | None = None, *, profile: str = "quick", only
     notebooks = select_notebooks(notebooks, only)
     # Absolute, because papermill saves the copy from inside the notebooks folder.
     output_dir = _writable(Path(output_dir).resolve() if output_dir is not None else build_dir() / "notebooks")
-    run = {"expected": expected_seconds(notebooks, profile),
+    run = {"expected": expected_seconds(notebooks, profile, cold=_cache_is_empty()),
            "heartbeat_s": files.env_float("DLGN_HEARTBEAT_S", HEARTBEAT_S, minimum=0.1)}
     if workers is None and scheduler is None:
         workers = min(os.cpu_count() or 1, len(notebooks))
@@ -403,6 +411,11 @@ def run_series(folder: Path | str | None = None, *, profile: str = "quick", only
         finally:
             for notebook in notebooks:
                 _partial(output_dir / notebook.name).unlink(missing_ok=True)
+
+
+def _cache_is_empty() -> bool:
+    runs = runs_dir()
+    return not runs.is_dir() or not any(runs.iterdir())
 
 
 def _writable(folder: Path) -> Path:
@@ -423,14 +436,13 @@ def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: 
     from dlgn_lib.record.provenance import code_version, machine_label
     files.writable_folder(output_dir)
     (output_dir / SERIES_NOTE).unlink(missing_ok=True)   # a note of an earlier run here is not this run's
-    runs = runs_dir()
-    cache_empty = not runs.is_dir() or not any(runs.iterdir())
+    cache_empty = _cache_is_empty()
     workers = len(client.scheduler_info().get("workers", {}))
     started, begun = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
     results = _run_on_client(client, notebooks, output_dir, profile, kernel_name, progress, **run)
     note = {"profile": profile, "workers": workers, "seconds": round(time.perf_counter() - begun, 1),
             "started": started.isoformat(timespec="seconds"), "runs_cache_empty_at_start": cache_empty,
-            "runs_cache": display_path(runs), "cpu": machine_label(), "numerics": numerics.mode(),
+            "runs_cache": display_path(runs_dir()), "cpu": machine_label(), "numerics": numerics.mode(),
             "code_version": code_version(),
             "notebooks": {r.notebook: {"status": r.status, "seconds": round(r.seconds, 1),
                                        **({"costs": r.costs} if r.costs else {})} for r in results}}
