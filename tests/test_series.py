@@ -313,9 +313,12 @@ def test_a_cold_quick_series_expects_the_bench_records_cold_times(tmp_path, monk
         {**row, "name": bench.COST_ROW.format("02", "quick"), "values": [110.0]},
         {**row, "name": bench.COST_ROW.format("02", "full"), "values": [9999.0]}]}))
     monkeypatch.setattr(bench, "RECORD", record)
-    notebooks = [tmp_path / f"{n}_x.ipynb" for n in ("01", "02", "03")]
-    assert series.expected_seconds(notebooks, "quick", cold=True) == {"01_x.ipynb": 15.0, "02_x.ipynb": 110.0}
-    assert series.expected_seconds(notebooks, "quick") == {}   # no committed notebooks of these names
+    notebooks = [series.REPO_ROOT / "notebooks" / name
+                 for name in ("01_paths.ipynb", "02_midway.ipynb", "03_regions.ipynb")]
+    assert series.expected_seconds(notebooks, "quick", cold=True) == {"01_paths.ipynb": 15.0, "02_midway.ipynb": 110.0}
+    assert series.expected_seconds(notebooks, "quick")["03_regions.ipynb"] > 0   # warm: the committed cell times
+    # Notebooks of another folder with the same ids are not the series' own: no recorded time is theirs.
+    assert series.expected_seconds([tmp_path / "01_fast.ipynb"], "quick", cold=True) == {}
 
 
 def test_each_notebook_records_where_its_kernel_spent_its_time(tmp_path, build):

@@ -262,8 +262,9 @@ def expected_seconds(notebooks: Sequence[Path], profile: str, cold: bool = False
     if profile != "full" and cold:
         from dlgn_lib.record import bench
         rows = {row.name: row.median for row, _ in bench.load_record(bench.RECORD)[0]} if bench.RECORD.exists() else {}
-        recorded = {nb.name: rows[name] for nb in notebooks
-                    if (name := bench.COST_ROW.format(notebook_id(nb), profile)) in rows}
+        recorded = {nb.name: rows[name] for nb in notebooks   # the series' own notebooks only
+                    if (REPO_ROOT / "notebooks" / nb.name).exists()
+                    and (name := bench.COST_ROW.format(notebook_id(nb), profile)) in rows}
         if recorded:
             return recorded
     if profile == "full":
