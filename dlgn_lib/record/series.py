@@ -201,7 +201,8 @@ def run_notebook(notebook: Path, output_dir: Path, profile: str, kernel_name: st
     partial = _partial(output)
     # A copy left by an earlier run must not lend its verdicts to a run that fails early.
     output.unlink(missing_ok=True)
-    costs_file = output_dir / f".{notebook.stem}.costs.json"
+    # In the series' kernel folder where there is one (removed whatever happens, Ctrl-C included).
+    costs_file = Path(kernels if kernels and os.path.isdir(kernels) else output_dir) / f".{notebook.stem}.costs.json"
     costs_file.unlink(missing_ok=True)
     manager = type("_KernelManager", (_KernelManager,), {"root": kernels, "costs_file": str(costs_file)})
     error, message = None, ""
