@@ -27,8 +27,8 @@ from typing import Any
 
 from . import locations
 
-__all__ = ["Interrupted", "Refusal", "command", "env_choice", "env_float", "env_int", "environment", "read_json",
-           "temporary_path", "write_atomic", "writable_folder"]
+__all__ = ["Interrupted", "Refusal", "check_writable_folder", "command", "env_choice", "env_float", "env_int",
+           "environment", "read_json", "temporary_path", "write_atomic", "writable_folder"]
 
 
 class Refusal(Exception):
@@ -47,14 +47,18 @@ def _shown(path: Path | str) -> str:
     return locations.display_path(path)
 
 
+def _nearest_folder(folder: Path) -> Path:
+    """The nearest of ``folder`` and its parents that exists; a :class:`Refusal` when that is a file."""
+    existing = next(path for path in (folder, *folder.parents) if path.exists())
+    if not existing.is_dir():
+        raise Refusal(f"{_shown(existing)} is a file, not a folder")
+    return existing
+
+
 def writable_folder(folder: Path | str, *, create: bool = True) -> Path:
     """``folder``, made if missing (``create``); a :class:`Refusal` when it is a file or cannot be made."""
     folder = Path(folder)
-    for parent in (folder, *folder.parents):
-        if parent.exists() and not parent.is_dir():
-            raise Refusal(f"{_shown(parent)} is a file, not a folder")
-        if parent.exists():
-            break
+    _nearest_folder(folder)
     if not folder.exists():
         if not create:
             raise Refusal(f"{_shown(folder)} does not exist")
@@ -62,6 +66,15 @@ def writable_folder(folder: Path | str, *, create: bool = True) -> Path:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise Refusal(f"cannot make the folder {_shown(folder)}: {err.strerror or err}") from None
+    return folder
+
+
+def check_writable_folder(folder: Path | str) -> Path:
+    """``folder`` when it is, or can be made (nothing is made), a folder one can write in; else a :class:`Refusal`."""
+    folder = Path(folder)
+    existing = _nearest_folder(folder)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise Refusal(f"{_shown(existing)} is read-only")
     return folder
 
 

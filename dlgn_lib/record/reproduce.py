@@ -584,7 +584,7 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
            workers: int | None = None, add: bool = False) -> dict:
     """Run the series under each code path and write the record: anew, with the notebooks ``only`` replaced, or
     (``add``) joined by this machine's code paths; all checked first, left as it was when a run fails or stops."""
-    from dlgn_lib.record.series import _writable, select_notebooks
+    from dlgn_lib.record.series import select_notebooks
     names = list(variants or VARIANTS)
     if unknown := [n for n in names if n not in VARIANTS]:
         raise ValueError(f"unknown variant(s) {unknown}; available: {list(VARIANTS)}")
@@ -593,7 +593,7 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
     old = load_record(record) if add or only else None
     if record.is_dir():
         raise files.Refusal(f"{locations.display_path(record)} is a folder, not a file")
-    _writable(record.parent)
+    files.check_writable_folder(record.parent)
     dirs = {name: locations.build_dir() / "spread" / _slug(name) for name in names}
     for i, name in enumerate(names, 1):
         folder, step = dirs[name], f"[{i}/{len(names)}] {name}:"

@@ -399,7 +399,8 @@ def run_series(folder: Path | str | None = None, *, profile: str = "quick", only
         raise ValueError(f"no notebooks named NN_*.ipynb in {display_path(folder or REPO_ROOT / 'notebooks')}")
     notebooks = select_notebooks(notebooks, only)
     # Absolute, because papermill saves the copy from inside the notebooks folder.
-    output_dir = _writable(Path(output_dir).resolve() if output_dir is not None else build_dir() / "notebooks")
+    output_dir = Path(output_dir).resolve() if output_dir is not None else build_dir() / "notebooks"
+    files.check_writable_folder(output_dir)
     run = {"expected": expected_seconds(notebooks, profile, cold=_cache_is_empty()),
            "heartbeat_s": files.env_float("DLGN_HEARTBEAT_S", HEARTBEAT_S, minimum=0.1)}
     if workers is None and scheduler is None:
@@ -418,16 +419,6 @@ def run_series(folder: Path | str | None = None, *, profile: str = "quick", only
 def _cache_is_empty() -> bool:
     runs = runs_dir()
     return not runs.is_dir() or not any(runs.iterdir())
-
-
-def _writable(folder: Path) -> Path:
-    """``folder`` when it is, or can be made (nothing is made), a folder one can write in; else a Refusal."""
-    existing = next(path for path in (folder, *folder.parents) if path.exists())
-    if not existing.is_dir():
-        raise files.Refusal(f"{display_path(existing)} is a file, not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise files.Refusal(f"{display_path(existing)} is read-only")
-    return folder
 
 
 def _run_and_note(client, notebooks: Sequence[Path], output_dir: Path, profile: str, kernel_name: str,
