@@ -863,7 +863,7 @@ def _outputs_in_place(notebooks: Sequence[Path]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m dlgn_lib.record.reproduce`` (the module's docstring says what it does)."""
     from dlgn_lib.config import PROFILES
-    from dlgn_lib.record.series import _positive_int, select_notebooks
+    from dlgn_lib.record.series import positive_int, select_notebooks
     parser = argparse.ArgumentParser(prog="python -m dlgn_lib.record.reproduce", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     spread_cmd = commands.add_parser("spread", help="run the quick series under several CPU code paths, "
@@ -875,12 +875,12 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--only", nargs="+", metavar="ID", help="notebook ids (default: all)")
     spread_cmd.add_argument("--variants", nargs="+", metavar="NAME", help="code paths (default: all of VARIANTS)")
     spread_cmd.add_argument("--reuse", action="store_true", help="keep a code path's executed copies when complete")
-    spread_cmd.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes per run")
+    spread_cmd.add_argument("--workers", type=positive_int, metavar="N", help="worker processes per run")
     spread_cmd.add_argument("--add", action="store_true",
                             help="add this machine's code paths to the record instead of replacing it "
                                  "(run on a second CPU: the tolerances then cover it too)")
     verify_cmd.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default: quick)")
-    verify_cmd.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes")
+    verify_cmd.add_argument("--workers", type=positive_int, metavar="N", help="worker processes")
     verify_cmd.add_argument("--no-run", action="store_true", help="compare the copies already in build/verify")
     args = parser.parse_args(argv)
     if args.command == "outputs":

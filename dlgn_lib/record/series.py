@@ -505,7 +505,8 @@ def format_summary(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: ASCII digits making a number of at least 1 (``--workers``)."""
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return int(text)
@@ -524,7 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--notebooks", type=Path, help="notebooks folder (default: the repository's notebooks/)")
     run.add_argument("--output", type=Path, help="folder of the executed copies (default: build/notebooks)")
     where = run.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes of the local Dask "
+    where.add_argument("--workers", type=positive_int, metavar="N", help="worker processes of the local Dask "
                        "cluster (default: one per core, at most one per notebook)")
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="run on an existing Dask cluster, e.g. tcp://HOST:8786, instead of a local one")
