@@ -282,3 +282,60 @@ def test_the_times_table_adds_the_cold_times_beside_the_recorded_ones():
             "09": full_results.Measured("09", "09_table", [], 2.0, [], 9.0, "runs trained beforehand", 1, 5000.0)}
     total = readme_blocks.times_table(data).splitlines()[-1]
     assert "`full` 109 s as recorded, 5,100 s with every notebook's runs trained from an empty cache" in total
+
+
+def _comparison_run(folder, monkeypatch, accuracies):
+    """``folder`` with 09 executed under full: it printed a protocol comparison of SD-I runs with test
+    accuracies ``accuracies`` (kind -> per-seed fractions) and wrote it as CSV, as notebook 09 does."""
+    import types
+
+    from dlgn_lib import locations, protocol
+    runs = [types.SimpleNamespace(config=types.SimpleNamespace(data=protocol.all_configs(("SD-I",), seeds=(0,))[0].data,
+                                                              model=types.SimpleNamespace(kind=kind), seed=seed),
+                                  meta={"test_metric_at_best": acc})
+            for kind, accs in accuracies.items() for seed, acc in enumerate(accs)]
+    monkeypatch.setattr(protocol, "choose", lambda runs: runs)
+    monkeypatch.setattr(protocol, "run_metric", lambda run, key: run.meta[key])
+    monkeypatch.setattr(protocol, "_setting", lambda config: "their setting")
+    table = protocol.comparison(runs, names=("SD-I",))
+    monkeypatch.setenv("DLGN_FIGURES_DIR", str(folder / "figures"))
+    written = protocol.save_comparison(table, "09_odt")
+    claims = [c for c, nbs in verdict.combination_rule()["claims"].items() if "09" in nbs]
+    assert claims == []   # 09 judges no claim: its record is its time and its table
+    nb = executed("test accuracy (%) at the first best validation pass\n" + protocol.format_comparison(table)
+                  + f"\nwritten: {locations.display_path(written)}\n",
+                  papermill={"duration": 12.0, "parameters": {"PROFILE": "full"}})
+    nbformat.write(nb, folder / "09_table.ipynb")
+    return written
+
+
+def test_the_record_keeps_the_comparison_a_run_printed_and_the_record_page_shows_it(tmp_path, monkeypatch):
+    folder, record = tmp_path / "full", tmp_path / "record.json"
+    folder.mkdir()
+    csv = _comparison_run(folder, monkeypatch, {"dlgn": [0.95, 0.97, 0.93], "dln": [0.60, 0.61, 0.59]})
+    rows = full_results.record_full(folder, record)["notebooks"]["09"]["tables"]["09_odt"]
+    assert [(r["model"], r["mean"], r["std"], r["n"]) for r in rows] == [("dlgn", 95.0, 2.0, 3), ("dln", 60.0, 1.0, 3)]
+    assert rows[1]["published"] is None and rows[0]["published"] == 96.1
+    table = readme_blocks.protocol_table(json.loads(record.read_text()))
+    assert "| SD-I | DLGN | 96.1 | 95.0 ± 2.0 | -1.1 | yes | 3 |" in table   # |95.0 - 96.1| <= 2 std
+    assert "| SD-I | DLN | — | 60.0 ± 1.0 | — | — | 3 |" in table
+    # a table written over by a later run no longer prints as the run printed it: nothing recorded
+    csv.write_text(csv.read_text().replace("95.0", "94.0"))
+    before = record.read_text()
+    with pytest.raises(files.Refusal, match="does not print as"):
+        full_results.record_full(folder, record)
+    csv.unlink()
+    with pytest.raises(files.Refusal, match="not there now"):
+        full_results.record_full(folder, record)
+    assert record.read_text() == before
+    assert "predates the record of its comparison" in readme_blocks.protocol_table({"notebooks": {"09": {}}})
+
+
+def test_the_record_page_types_no_measured_number(tmp_path):
+    """Every measured number on docs/record.md is in a generated block; a typed one is found."""
+    assert report.typed_numbers() == []
+    page = tmp_path / "record.md"
+    page.write_text("Rules of reconstruction §8.2.\n<!-- report:times -->\n| 05 | 0.93 |\n<!-- /report:times -->\n"
+                    "The DLGN reached 0.874 here, 37 % of the time.\n")
+    found = report.typed_numbers(page)
+    assert len(found) == 2 and "'0.874'" in found[0] and "'37 %'" in found[1]

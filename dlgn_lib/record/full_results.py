@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,8 +14,8 @@ import nbformat
 from .. import locations
 from ..files import Refusal, read_json, write_atomic
 from ..locations import display_path
-from .executed import (FULL_RECORD, SERIES_NOTE, _notebooks, _record_of, _unfinished, _verdicts_from_record,
-                       code_path_of, seconds_of, verdicts_of)
+from .executed import (FULL_RECORD, SERIES_NOTE, _notebooks, _record_of, _stdout_lines, _unfinished,
+                       _verdicts_from_record, code_path_of, seconds_of, verdicts_of)
 
 __all__ = ["key_check", "recorded_for"]
 
@@ -56,6 +57,8 @@ def record_full(folder: Path, record: Path = FULL_RECORD, another_machine: bool 
     for nb_id, path in found.items():   # a refusal midway leaves the file untouched: it is written last
         entry = {**_record_of(path), "code_version": version, "machine": machine, "code_path": code_path_of(path),
                  "rule": current_rule(nb_id)}
+        if tables := written_comparisons(path):
+            entry["tables"] = tables
         previous = old["notebooks"].get(nb_id, {})
         if another_machine:
             if previous.get("rule") != entry["rule"]:
@@ -91,7 +94,41 @@ _ABOUT = ("Verdicts and runtimes of the series executed with PROFILE=full (pytho
           "time from start to end, workers, and whether the run cache was empty at the start. "
           "`other_machines` holds the same rule's full runs on other CPUs or code paths (report "
           "record FOLDER --another-machine): a check whose outcome differs between them is "
-          "machine-sensitive, and a part it decides is INCONCLUSIVE (rules v4).")
+          "machine-sensitive, and a part it decides is INCONCLUSIVE (rules v4). `tables` holds the protocol "
+          "comparisons a notebook printed and wrote (09's), read back from the CSV it wrote and checked "
+          "against what it printed.")
+
+
+#: The line that follows a printed comparison of the group's protocol (``dl.protocol``), naming its CSV.
+_WRITTEN = re.compile(r"^written: (.+/)?(\d\d_\w+)\.csv$")
+
+
+def written_comparisons(path: Path) -> dict[str, list[dict]]:
+    """The protocol comparisons an executed notebook printed and wrote (``written: PATH.csv`` after the
+    printed table), table id -> rows as in the CSV, so that the record page shows them generated.
+
+    The CSV is read back and must print as the notebook printed it (``protocol.format_comparison``);
+    a file written over since its run (by a later run of the notebook) is a Refusal."""
+    import math
+
+    import pandas as pd
+
+    from dlgn_lib import protocol
+    lines, found = _stdout_lines(nbformat.read(path, as_version=4)), {}
+    for i, line in enumerate(lines):
+        if not (m := _WRITTEN.match(line.strip())):
+            continue
+        csv = locations.REPO_ROOT / line.strip().removeprefix("written: ")
+        if not csv.is_file():
+            raise Refusal(f"{display_path(path)} wrote {display_path(csv)}, which is not there now; nothing recorded")
+        table = pd.read_csv(csv)
+        printed = protocol.format_comparison(table).splitlines()
+        if lines[i - len(printed):i] != printed:
+            raise Refusal(f"{display_path(csv)} does not print as {display_path(path)} printed it (written over by "
+                          "a later run?); nothing recorded")
+        found[m[2]] = [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+                       for row in table.to_dict("records")]
+    return found
 
 
 def _checked_folder(folder: Path) -> tuple[dict[str, Path], dict | None]:

@@ -233,6 +233,32 @@ def times_table(data: dict[str, full_results.Measured], live: bool = False, seri
     return "\n".join(rows)
 
 
+def protocol_table(full: dict, notebook: str = "09", table: str = "09_odt") -> str:
+    """The group's protocol, published beside reproduced, from ``notebook``'s recorded ``full`` run
+    (its ``tables``, read back from the CSV the run wrote; ``full_results.written_comparisons``)."""
+    from dlgn_lib.models import display_name
+    entry = full.get("notebooks", {}).get(notebook, {})
+    rows = entry.get("tables", {}).get(table)
+    if not rows:
+        return (f"{notebook}'s recorded `full` run (code {entry.get('code_version', 'not recorded')}) predates the record "
+                "of its comparison: `python -m dlgn_lib.record.report record FOLDER` of its next run shows it here.")
+
+    def number(value, form: str) -> str:
+        return "—" if value is None else format(value, form)
+
+    def reproduced(r: dict) -> str:
+        return f"{r['mean']:.1f}" + ("" if r["std"] is None else f" ± {r['std']:.1f}")
+
+    out = ["| data | model | published | reproduced | difference | within 2 std | seeds |", "|---|---|---|---|---|---|---|"]
+    out += [f"| {r['data']} | {display_name(r['model'])} | {number(r['published'], '.1f')} | {reproduced(r)} | "
+            f"{number(r['difference'], '+.1f')} | {r['within 2 std']} | {r['n']} |" for r in rows]
+    machine = entry.get("machine", {})
+    out.append(f"\nTest accuracy (%), mean ± std over seeds, from {notebook}'s recorded `full` run: code "
+               f"{entry.get('code_version', '?')}, {machine.get('cpu', '?')} (family/model/stepping "
+               f"{machine.get('cpu_family_model_stepping', '?')}), {entry.get('code_path', '?')}.")
+    return "\n".join(out)
+
+
 def spread_table(spread: dict) -> str:
     """The record's reproducibility table (``docs/spread.json``): per notebook, how its numbers moved."""
     if not spread.get("notebooks"):

@@ -53,7 +53,8 @@ def generated(record: Path = FULL_RECORD) -> dict[Path, str]:
                       "claims": readme_blocks.claims_table(data, "../notebooks/"),
                       "times": readme_blocks.times_table(data, series=full.get("series", {})),
                       "history": readme_blocks.history_table(),
-                      "spread": readme_blocks.spread_table(spread)},
+                      "spread": readme_blocks.spread_table(spread),
+                      "protocol": readme_blocks.protocol_table(full)},
         GUIDE: {"bench": readme_blocks.bench_table(*bench.load_record()) if bench.RECORD.exists() else
                 "No benchmark record yet: run `python -m dlgn_lib.record.bench --series --record`."},
         RECONSTRUCTION: {"tolerances": readme_blocks.tolerance_table(spread)},
@@ -103,9 +104,7 @@ NOT_MEASURED = (
 
 def typed_runtimes(notebooks_dir: Path = full_results.NOTEBOOKS_DIR) -> list[str]:
     """Times typed into prose by hand (``file: text``), outside the generated blocks and ``NOT_MEASURED``."""
-    texts = {path: path.read_text() for path in (README, COURSE_GUIDE, RECONSTRUCTION, GUIDE)}
-    # the record's page up to its reproduction log, a dated log of runs as written at the time
-    texts[RECORD_PAGE] = RECORD_PAGE.read_text().split("\n## Reproduction log\n")[0]
+    texts = {path: path.read_text() for path in (README, COURSE_GUIDE, RECONSTRUCTION, GUIDE, RECORD_PAGE)}
     for path in sorted(Path(notebooks_dir).glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         texts[path] = "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
@@ -118,6 +117,19 @@ def typed_runtimes(notebooks_dir: Path = full_results.NOTEBOOKS_DIR) -> list[str
             line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end()) % (len(text) + 1)]
             found.append(f"{locations.display_path(path)}: {m.group(0)!r} in {line.strip()[:120]!r}")
     return found
+
+
+#: A measured number as prose would quote one: a decimal (not a section number such as §8.2) or a percentage.
+_MEASURED = re.compile(r"(?<![§\d.])\d+\.\d+|\b\d+(?:\.\d+)?\s?%")
+
+
+def typed_numbers(page: Path = RECORD_PAGE) -> list[str]:
+    """Measured numbers typed by hand on the record's page: every one belongs in a generated block."""
+    text = re.sub(r"<!-- report:(\w+) -->.*?<!-- /report:\1 -->", "", page.read_text(), flags=re.S)
+    text = text.replace("with its 90 %", "")   # the rules' interval level, a setting (reconstruction §8.1)
+    return [f"{locations.display_path(page)}: {m.group(0)!r} in "
+            f"{text[text.rfind(chr(10), 0, m.start()) + 1:text.find(chr(10), m.end())].strip()[:120]!r}"
+            for m in _MEASURED.finditer(text)]
 
 
 @command
@@ -146,15 +158,17 @@ def main(argv: list[str] | None = None) -> int:
         changed = write(record=FULL_RECORD)
         print("rewritten: " + (", ".join(locations.display_path(p) for p in changed) or "nothing (all current)"))
     else:
-        behind, typed = stale(record=FULL_RECORD), typed_runtimes()
+        behind, typed, numbers = stale(record=FULL_RECORD), typed_runtimes(), typed_numbers()
         if behind:
             print("out of date (run `python -m dlgn_lib.record.report write`): "
                   + ", ".join(locations.display_path(p) for p in behind), file=sys.stderr)
         for place in typed:
             print(f"a runtime typed by hand (quote the generated runtime table instead): {place}", file=sys.stderr)
-        if behind or typed:
+        for place in numbers:
+            print(f"a measured number typed by hand on the record's page (generate it): {place}", file=sys.stderr)
+        if behind or typed or numbers:
             return 1
-        print("every generated block agrees with the executed notebooks; no runtime is typed by hand")
+        print("every generated block agrees with the executed notebooks; no runtime or measured number is typed by hand")
     return 0
 
 
