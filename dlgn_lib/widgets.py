@@ -27,7 +27,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 from PIL import Image
 
-from .plots import compact_png
+from .plots import TEXT_PX_KEY, _DrawnText, compact_png
 
 __all__ = ["epoch_slider", "figure_panel"]
 
@@ -64,14 +64,17 @@ def _twin_frame(fig) -> bytes:
     box (with its padding) that wide, the pixel or two that rounding leaves over taken off, or
     added, at the right edge, which is padding; its colours those of ``plots.compact_png``."""
     width_in = fig.get_tightbbox().width + 2 * plt.rcParams["savefig.pad_inches"]
-    image = Image.open(io.BytesIO(_save(fig, "png", TWIN_WIDTH_PX / width_in,
-                                        pil_kwargs={"compress_level": 1}))).convert("RGB")
+    with _DrawnText() as drawn:   # the sizes of the texts this drawing shows
+        image = Image.open(io.BytesIO(_save(fig, "png", TWIN_WIDTH_PX / width_in,
+                                            pil_kwargs={"compress_level": 1}))).convert("RGB")
+    pt = drawn.smallest
     if image.width != TWIN_WIDTH_PX:
         framed = Image.new("RGB", (TWIN_WIDTH_PX, image.height), image.getpixel((image.width - 1, 0)))
         framed.paste(image, (0, 0))
         image = framed
-    buf = io.BytesIO()
-    Image.open(io.BytesIO(compact_png(image))).save(buf, **TWIN_FORMAT)
+    buf = io.BytesIO()   # the smallest text's pixels at this dpi kept in the frame (plots.stamped_text_px)
+    xmp = b"" if pt is None else f'<dlgn {TEXT_PX_KEY}="{pt * TWIN_WIDTH_PX / width_in / 72:.2f}"/>'.encode()
+    Image.open(io.BytesIO(compact_png(image))).save(buf, **TWIN_FORMAT, xmp=xmp)
     return buf.getvalue()
 
 

@@ -374,6 +374,8 @@ def test_sanitize_normalises_what_varies():
     assert sanitized("<Figure at 0x7f3a2b1c9d50>") == sanitized("<Figure at 0x55d0e4a1b2c0>")
     assert sanitized("loaded run 3f2a, took 1.23 s") == sanitized("loaded run 3f2a, took 12 s")
     assert sanitized("training took 0.8s") == sanitized("training took 41.0s")
+    assert sanitized("<Figure size 1598x349 with 20 Axes>") == sanitized("<Figure size 650x519.508 with 20 Axes>")
+    assert sanitized("<Figure size 640x700 with 20 Axes>") != sanitized("<Figure size 640x700 with 19 Axes>")
     bar_a = " 45%|████▌     | 9/20 [00:01<00:01,  8.93it/s]"
     bar_b = "100%|██████████| 20/20 [00:03<00:00,  6.10it/s]"
     assert sanitized(f"epochs{bar_a}\ndone") == sanitized(f"epochs{bar_b}\ndone")

@@ -227,7 +227,7 @@ def test_hyperplane_images_show_the_heaviest_units_large_with_one_colour_bar():
     fig = hyperplanes.hyperplane_images(normals, (2, 2), weights=hyperplanes.unit_path_weights(model), n_units=2)
     image_axes = [ax for ax in fig.axes if ax.images]
     assert [ax.get_title() for ax in image_axes] == [
-        f"unit 2: {5 / 8.5:.1%}", f"unit 0: {2 / 8.5:.1%}", f"unit 1: {10 / 13:.1%}", f"unit 2: {2 / 13:.1%}"]
+        f"unit 2\n{5 / 8.5:.1%}", f"unit 0\n{2 / 8.5:.1%}", f"unit 1\n{10 / 13:.1%}", f"unit 2\n{2 / 13:.1%}"]
     expected = [normals[0][2], normals[0][0], normals[1][1], normals[1][2]]
     for ax, normal in zip(image_axes, expected):
         normal = normal.detach().numpy()

@@ -20,7 +20,7 @@ from types import MappingProxyType
 import matplotlib
 
 __all__ = ["FIGURE_FLOOR_RMS", "MODEL_COLORS", "MODEL_NAMES", "compact_png", "figure_rms", "save_figure",
-           "show_compact_figures", "use_figure_tolerance"]
+           "show_compact_figures", "smallest_text_pt", "stamped_text_px", "use_figure_tolerance"]
 
 if not os.environ.get("MPLBACKEND") and "ipykernel" not in sys.modules:
     matplotlib.use("Agg")  # headless outside Jupyter; inside a kernel the inline backend stays
@@ -118,21 +118,78 @@ def use_figure_tolerance(tolerance) -> None:
     _FIGURE_TOLERANCE = tolerance or _floor_tolerance
 
 
-def compact_png(png) -> bytes:
+def compact_png(png, text_px: float | None = None) -> bytes:
     """A PNG (bytes, or a Pillow image) as an indexed PNG of at most 256 colours, about 40 % of the
     bytes: exact for a figure of few colours, else Pillow's median-cut palette refined by k-means
     (within 2 levels RMS of the full-colour pixels even across a full-range shading, with no banding
-    at display size); one with any transparency stays lossless."""
+    at display size); one with any transparency stays lossless. ``text_px``: the figure's smallest
+    text in pixels of this image, kept in the file (:func:`stamped_text_px`)."""
     import io
 
-    from PIL import Image
+    from PIL import Image, PngImagePlugin
 
     image = png if isinstance(png, Image.Image) else Image.open(io.BytesIO(png))
     if image.mode != "RGBA" or image.getchannel("A").getextrema()[0] == 255:
         image = image.convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT, kmeans=1)
+    info = PngImagePlugin.PngInfo()
+    if text_px is not None:
+        info.add_text(TEXT_PX_KEY, f"{text_px:.2f}")
     out = io.BytesIO()
-    image.save(out, "png", optimize=True)
+    image.save(out, "png", optimize=True, pnginfo=info)
     return out.getvalue()
+
+
+#: The key under which an image of a figure keeps its smallest text's size in its own pixels (a PNG
+#: text chunk; a twin frame's XMP packet), so that what shows it can tell how large it reads.
+TEXT_PX_KEY = "dlgn-smallest-text-px"
+
+
+class _DrawnText:
+    """Within it, every non-empty text the Agg renderer draws (labels, ticks, legends, mathtext) adds its
+    size in points to ``sizes``: what a reader sees, not what hidden or axis-off artists hold."""
+
+    def __enter__(self):
+        from matplotlib.backends.backend_agg import RendererAgg
+        self.sizes, self._original = [], RendererAgg.draw_text
+        sizes, original = self.sizes, self._original
+
+        def draw_text(renderer, gc, x, y, s, prop, *args, **kwargs):
+            if s.strip():
+                sizes.append(prop.get_size_in_points())
+            return original(renderer, gc, x, y, s, prop, *args, **kwargs)
+        RendererAgg.draw_text = draw_text
+        return self
+
+    def __exit__(self, *exc):
+        from matplotlib.backends.backend_agg import RendererAgg
+        RendererAgg.draw_text = self._original
+
+    @property
+    def smallest(self) -> float | None:
+        return min(self.sizes) if self.sizes else None
+
+
+def smallest_text_pt(fig) -> float | None:
+    """The font size (points) of the smallest text ``fig`` draws (drawn once to find out); None without text."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    with _DrawnText() as drawn:
+        FigureCanvasAgg(fig).draw() if not isinstance(fig.canvas, FigureCanvasAgg) else fig.canvas.draw()
+    return drawn.smallest
+
+
+def stamped_text_px(image: bytes) -> float | None:
+    """The smallest text's size in pixels that :func:`compact_png` (or a twin frame) kept in ``image``."""
+    import io
+    import re
+
+    from PIL import Image
+
+    opened = Image.open(io.BytesIO(image))
+    if value := getattr(opened, "text", {}).get(TEXT_PX_KEY) if opened.format == "PNG" else None:
+        return float(value)
+    xmp = opened.info.get("xmp", b"")
+    found = re.search(rf'{TEXT_PX_KEY}="([0-9.]+)"'.encode(), xmp if isinstance(xmp, bytes) else xmp.encode())
+    return float(found[1]) if found else None
 
 
 def _inline_png(fig):
@@ -141,8 +198,12 @@ def _inline_png(fig):
     import base64
 
     from IPython.core.pylabtools import print_figure
-    png = print_figure(fig, "png")
-    return None if png is None else base64.b64encode(compact_png(png)).decode("ascii")
+    with _DrawnText() as drawn:
+        png = print_figure(fig, "png")   # at the figure's dpi
+    if png is None:
+        return None
+    pt = drawn.smallest
+    return base64.b64encode(compact_png(png, None if pt is None else pt * fig.dpi / 72)).decode("ascii")
 
 
 def show_compact_figures() -> None:

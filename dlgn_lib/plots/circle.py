@@ -6,6 +6,7 @@ Angles run along the horizontal axis from 0 to 2π; the numbers drawn come from 
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -28,6 +29,10 @@ LINESTYLES = ("-", "--", ":", "-.")
 #: Line style of each arc's curves when colour shows the model (``epoch_curves``).
 ARC_STYLES = {"smooth": "-", "rough": "--"}
 OTHER_STYLES = (":", "-.")  # other columns sharing a panel with colour = model
+#: Size (inches) of one panel of ``epoch_curves``, and the most panels in a row: two fit the
+#: book's 6.7 in column with every text at 8 pt or more.
+CURVE_PANEL = (3.25, 2.2)
+MAX_CURVE_COLUMNS = 2
 
 
 def _angle_axis(ax, label=True):
@@ -73,7 +78,7 @@ def smooth_state(model, dataset, *, n_paths: int = 40, title: str = "") -> plt.F
     arcs = circle.target_arcs(dataset)
     smooth = list(arcs.values()) if meta["target"] == "steps" else [arcs["smooth"]]
     marks = meta["discontinuities"]
-    fig, (top, mid, bottom) = plt.subplots(3, 1, figsize=(8.0, 6.4), sharex=True,
+    fig, (top, mid, bottom) = plt.subplots(3, 1, figsize=(6.5, 6.4), sharex=True,
                                            gridspec_kw={"height_ratios": [1.2, 0.8, 1.6]})
     theta = np.linspace(0.0, TWO_PI, 721)
     target = data.circle_target(torch.from_numpy(theta), meta["target"], **meta["params"]).numpy()
@@ -144,20 +149,24 @@ def epoch_curves(table: pd.DataFrame, panels: Mapping[str, Sequence[str]], *, by
     and which line style is which column. Otherwise (e.g. one model in several settings) colour is
     the column (green / orange for the smooth / rough arc) and line style the group. The thick
     line is the mean over the table's ``seed`` column, thin lines are single seeds. The epoch axis
-    is symmetric-log (epoch 0 is the init).
+    is symmetric-log (epoch 0 is the init). At most ``MAX_CURVE_COLUMNS`` panels a row (the figure
+    fits the book's column); a figure-wide key sits in the grid's empty cell when there is one, else
+    under the panels; a panel's own legend sits under its epoch axis.
 
     Args:
         log_y: titles of panels drawn with a logarithmic value axis.
         baselines: title → {label: value} drawn as horizontal grey lines (dashed, dotted, …).
         labels: column → legend label (default: the column name).
+        ncols: panels a row (at most ``MAX_CURVE_COLUMNS``).
         group_colors: group → colour (default: ``MODEL_COLORS`` when every group is a model kind).
         group_names: value of ``by`` → legend label (default: ``MODEL_NAMES`` for model kinds, else
             the value).
     """
     titles = list(panels)
+    ncols = max(1, min(ncols, len(titles), MAX_CURVE_COLUMNS))
     nrows = math.ceil(len(titles) / ncols)
-    fig, axes = plt.subplots(nrows, min(ncols, len(titles)), figsize=(3.5 * min(ncols, len(titles)), 2.8 * nrows),
-                             squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(CURVE_PANEL[0] * ncols, CURVE_PANEL[1] * nrows + 0.6),
+                             squeeze=False, layout="constrained")
     groups = list(dict.fromkeys(table[by]))
     if all(g in MODEL_COLORS for g in groups):
         group_colors = MODEL_COLORS if group_colors is None else group_colors
@@ -194,9 +203,11 @@ def epoch_curves(table: pd.DataFrame, panels: Mapping[str, Sequence[str]], *, by
         ax.set_title(name)
         ax.set_xlabel("epoch")
     used = list(axes.flat)[:len(titles)]
-    for ax in list(axes.flat)[len(titles):]:
-        ax.axis("off")
-    bottom = 0.0
+    spare = None   # the first unused cell of the grid: the figure's key goes there
+    for k, ax in list(enumerate(axes.flat))[len(titles):]:
+        spare = ax.get_subplotspec() if spare is None else spare
+        ax.remove()   # the figure has one axes per panel
+    key = None
     if group_colors:
         # One key for the figure: colour = model (group), line style = column; baselines in their panel.
         handles = [Line2D([], [], color=group_colors[g], lw=1.6) for g in groups]
@@ -207,25 +218,46 @@ def epoch_curves(table: pd.DataFrame, panels: Mapping[str, Sequence[str]], *, by
         arcs = [name in ARC_STYLES for name in style_key]
         if arcs:
             what += " · line style: " + ("arc" if all(arcs) else "arc or measure" if any(arcs) else "measure")
-        fig.legend(handles, names, loc="lower center", ncol=min(len(names), 6), frameon=False, fontsize=8,
-                   title=what, title_fontsize=8)
-        bottom = 0.2 / nrows
+        key = (handles, names, what)
         for ax in used:
             if ax.get_legend_handles_labels()[1]:
-                ax.legend(fontsize=7, frameon=False)
+                _panel_legend(ax)
     else:
         entries = [ax.get_legend_handles_labels() for ax in used]
         if len(used) > 1 and all(labels_ == entries[0][1] for _, labels_ in entries):
-            # Every panel has the same lines: one legend under the figure keeps the curves clear.
-            fig.legend(*entries[0], loc="lower center", ncol=min(len(entries[0][1]), 4), frameon=False, fontsize=8)
-            bottom = 0.1 / nrows
+            # Every panel has the same lines: one legend for the figure keeps the curves clear.
+            key = (*entries[0], None)
         else:
             for ax in used:
-                ax.legend(fontsize=7, frameon=False)
+                _panel_legend(ax)
+    # Room under each row for its panels' own legends (about 0.17 in an entry).
+    below = [max((len(ax.get_legend().get_texts()) for ax in used[r * ncols:(r + 1) * ncols] if ax.get_legend()),
+                 default=0) for r in range(nrows)]
+    fig.set_figheight(fig.get_figheight() + sum(0.17 * n + 0.1 for n in below if n))
+    if key is not None:
+        handles, names, what = key
+        if spare is not None:   # in the empty cell beside the last panel
+            fig.legend(handles, names, loc="center", bbox_to_anchor=spare.get_position(fig),
+                       ncol=1 if len(names) <= 4 else 2, frameon=False, fontsize=8, title=what, title_fontsize=8)
+        else:                   # under the panels
+            fig.legend(handles, names, loc="outside lower center", ncol=min(len(names), 4 if what is None else 5),
+                       frameon=False, fontsize=8, title=what, title_fontsize=8)
     if title:
-        fig.suptitle(title)
-    fig.tight_layout(rect=(0, bottom, 1, 1))
+        fig.suptitle(_wrapped(title, fig))
     return fig
+
+
+def _panel_legend(ax) -> None:
+    """A panel's own legend, under its epoch axis (its labels are long: inside, it would cover the curves)."""
+    from matplotlib.transforms import ScaledTranslation
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0),
+              bbox_transform=ax.transAxes + ScaledTranslation(0, -0.5, ax.figure.dpi_scale_trans),
+              fontsize=8, frameon=False, borderaxespad=0.0)
+
+
+def _wrapped(title: str, fig, size: float = 12.0) -> str:
+    """``title`` broken into lines that fit the figure's width at ``size`` points."""
+    return textwrap.fill(title, width=max(20, int(fig.get_figwidth() * 72 / (0.58 * size))))
 
 
 @torch.no_grad()
@@ -246,7 +278,8 @@ def kernel_heatmaps(panels: Mapping[tuple[str, str], np.ndarray], theta, *, arcs
     """
     rows = list(dict.fromkeys(r for r, _ in panels))
     cols = list(dict.fromkeys(c for _, c in panels))
-    fig, axes = plt.subplots(len(rows), len(cols), figsize=(2.5 * len(cols) + 0.9, 2.5 * len(rows)),
+    side = min(1.9, 5.8 / len(cols))   # a panel's side (inches): the grid fits the book's 6.7 in column
+    fig, axes = plt.subplots(len(rows), len(cols), figsize=(side * len(cols) + 0.7, side * len(rows) + 1.3),
                              squeeze=False, constrained_layout=True)
     theta = np.asarray(theta, dtype=np.float64)
 
@@ -265,7 +298,7 @@ def kernel_heatmaps(panels: Mapping[tuple[str, str], np.ndarray], theta, *, arcs
                 ax.axvline(at(a), color="white", ls=":", lw=0.8)
                 ax.axhline(at(a), color="white", ls=":", lw=0.8)
             ticks = [at(t) for t in (0, math.pi, TWO_PI)]
-            ax.set_xticks(ticks, ["0", "π", "2π"], rotation=0)
+            ax.set_xticks(ticks, ["0", "π", "2π"] if i == len(rows) - 1 else [], rotation=0)
             ax.set_yticks(ticks, ["0", "π", "2π"] if j == 0 else [], rotation=0)
             if i == 0:
                 ax.set_title(c)
@@ -274,7 +307,8 @@ def kernel_heatmaps(panels: Mapping[tuple[str, str], np.ndarray], theta, *, arcs
             if i == len(rows) - 1:
                 ax.set_xlabel("θ")
     if image is not None:
-        fig.colorbar(image, ax=axes, shrink=0.8, label="cosine overlap kernel K(θ, θ') / √(K(θ, θ) K(θ', θ'))")
+        fig.colorbar(image, ax=axes, location="bottom", shrink=0.7, aspect=40,
+                     label="cosine overlap kernel K(θ, θ') / √(K(θ, θ) K(θ', θ'))")
     if title:
         fig.suptitle(title)
     return fig

@@ -10,6 +10,7 @@ hyperplane images to show come from ``unit_path_weights``.
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -55,8 +56,10 @@ def abs_cosine_grid(panels: Mapping[str, Sequence], *, method: str = "complete",
     if len(n_layers) != 1:
         raise ValueError(f"panels have different numbers of layers: {sorted(n_layers)}")
     n_layers = n_layers.pop()
-    fig, axes = plt.subplots(len(labels), n_layers, figsize=(2.1 * n_layers + 0.8, 2.1 * len(labels)),
-                             squeeze=False, constrained_layout=True)
+    cell = round(min(2.1, 5.8 / n_layers), 2)  # the book's column: the panels, row labels and gaps in about 6.5 inches
+    fig, axes = plt.subplots(len(labels), n_layers, squeeze=False, constrained_layout=True,
+                             figsize=(cell * n_layers + 0.6, cell * len(labels) + 0.8 + 0.3 * bool(title)))
+    fig.get_layout_engine().set(w_pad=0.02, h_pad=0.02, wspace=0.03, hspace=0.03)
     image = None
     for r, label in enumerate(labels):
         for layer, vectors in enumerate(panels[label]):
@@ -72,8 +75,9 @@ def abs_cosine_grid(panels: Mapping[str, Sequence], *, method: str = "complete",
             if r == 0:
                 ax.set_title(f"layer {layer + 1}")
             if layer == 0:
-                ax.set_ylabel(label)
-    fig.colorbar(image, ax=axes, shrink=0.8, label="|cos| between two units")
+                ax.set_ylabel(textwrap.fill(label, 10), linespacing=1.1)
+    fig.colorbar(image, ax=axes, location="bottom", shrink=0.5, aspect=30, pad=0.02,
+                 label="|cos| between two units")
     if title:
         fig.suptitle(title)
     return fig
@@ -92,8 +96,13 @@ def abs_cos_histograms(panels: Mapping[str, Sequence], *, threshold: float | Non
     labels = list(panels)
     n_layers = max(len(layers) for layers in panels.values())
     color = _label_colors(labels, colors)
-    fig, axes = plt.subplots(1, n_layers, figsize=(2.6 * n_layers, 2.5), sharey=True,
-                             squeeze=False, constrained_layout=True)
+    n_cols = min(n_layers, 3)            # the book's column: at most 3 panels a row, rows of layers
+    n_rows = math.ceil(n_layers / n_cols)
+    fig, grid = plt.subplots(n_rows, n_cols, figsize=(2.0 * n_cols + 0.3, 1.8 * n_rows + 0.7 + 0.3 * bool(title)),
+                             sharex=True, sharey=True, squeeze=False, constrained_layout=True)
+    for ax in grid.ravel()[n_layers:]:   # an unused cell of the last row
+        ax.remove()
+    axes = grid.ravel()[:n_layers].reshape(1, n_layers)
     edges = np.linspace(0, 1, bins + 1)
     for layer in range(n_layers):
         ax = axes[0, layer]
@@ -108,16 +117,17 @@ def abs_cos_histograms(panels: Mapping[str, Sequence], *, threshold: float | Non
             ax.axvline(threshold, color="0.4", linestyle=":", linewidth=1)
         ax.set_yscale("log")
         ax.set_xlim(0, 1)
+        ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
         ax.set_title(f"layer {layer + 1}")
-        ax.set_xlabel("pairwise |cos|")
-        ax.set_ylabel("")
-    axes[0, 0].set_ylabel("density")
+        ax.set_xlabel("pairwise |cos|" if layer + n_cols >= n_layers else "")   # the lowest panel of a column
+        ax.set_ylabel("density" if layer % n_cols == 0 else "")
+        ax.tick_params(labelbottom=layer + n_cols >= n_layers)
     handles = [Line2D([], [], color=color[label], linewidth=1.4) for label in labels]
     names = list(labels)
     if threshold is not None:
         handles.append(Line2D([], [], color="0.4", linestyle=":", linewidth=1))
         names.append(f"τ = {threshold:g}")
-    fig.legend(handles, names, loc="outside right center", frameon=False)
+    fig.legend(handles, names, loc="outside lower center", ncol=min(len(names), 4), frameon=False)
     if title:
         fig.suptitle(title)
     return fig
@@ -134,7 +144,8 @@ def score_vs_depth(table, *, metrics: Sequence[str] = ("score", "cluster_share")
         threshold: τ, shown in the row titles.
     """
     datasets = list(dict.fromkeys(table["dataset"]))
-    fig, axes = plt.subplots(len(metrics), len(datasets), figsize=(3.6 * len(datasets), 2.6 * len(metrics)),
+    # the book's column: at most 6.3 inches wide, the key below the panels
+    fig, axes = plt.subplots(len(metrics), len(datasets), figsize=(min(3.6 * len(datasets), 6.3), 2.3 * len(metrics) + 0.4),
                              squeeze=False, constrained_layout=True, sharex=True)
     mean = table.groupby(["dataset", "model", "state", "layer"], sort=False)[list(metrics)].mean().reset_index()
     for c, dataset in enumerate(datasets):
@@ -154,7 +165,8 @@ def score_vs_depth(table, *, metrics: Sequence[str] = ("score", "cluster_share")
         axes[r, 0].set_ylabel(label)
         for ax in axes[r]:
             ax.set_ylim(-0.03, 1.03)
-    axes[0, -1].legend(loc="best", frameon=False)
+    handles, names = axes[0, -1].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncol=min(len(names), 4), frameon=False)
     return fig
 
 
@@ -168,7 +180,8 @@ def score_vs_epoch(table, *, metrics: Sequence[str] = ("score", "mean_abs_cos"))
     if "dataset" not in table:
         table = table.assign(dataset="")
     datasets = list(dict.fromkeys(table["dataset"]))
-    fig, axes = plt.subplots(len(metrics), len(datasets), figsize=(3.6 * len(datasets), 2.5 * len(metrics)),
+    # the book's column: at most 6.3 inches wide, the key below the panels
+    fig, axes = plt.subplots(len(metrics), len(datasets), figsize=(min(3.6 * len(datasets), 6.3), 2.2 * len(metrics) + 0.4),
                              squeeze=False, constrained_layout=True, sharex="col")
     mean = table.groupby(["dataset", "layer", "epoch"])[list(metrics)].mean().reset_index()
     for c, dataset in enumerate(datasets):
@@ -188,7 +201,8 @@ def score_vs_epoch(table, *, metrics: Sequence[str] = ("score", "mean_abs_cos"))
                 ax.set_ylabel(METRIC_LABELS.get(metric, metric))
         axes[0, c].set_title(dataset)
         axes[-1, c].set_xlabel("epoch")
-    axes[0, -1].legend(loc="best", frameon=False)
+    handles, names = axes[0, -1].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncol=min(len(names), 6), frameon=False)
     return fig
 
 
@@ -265,7 +279,8 @@ def hyperplane_images(layers: Sequence, image_shape: tuple[int, int] = (28, 28),
         n_cols: full grid: images per row.
         max_units: full grid: show only the first units (in the chosen order) of each layer.
         titles: one label per layer (default "layer ℓ").
-        image_size: width of one image in inches (default 1.15 selected, 0.5 full grid).
+        image_size: width of one image in inches (default: as large as fits a 6.5-inch-wide
+            figure, at most 1.15 selected, 0.5 full grid).
         title: the figure title (default: says what is shown and how units were chosen).
     """
     if order not in ("clustered", None):
@@ -286,13 +301,13 @@ def hyperplane_images(layers: Sequence, image_shape: tuple[int, int] = (28, 28),
     if full_grid:
         return _full_grid(rows_per_layer, image_shape, labels, cmap, colorbar_label, order=order,
                           method=method, n_cols=n_cols, max_units=max_units,
-                          image_size=0.5 if image_size is None else image_size, title=title)
+                          image_size=min(0.5, 5.4 / n_cols) if image_size is None else image_size, title=title)
     if weights is None:
         if max(len(r) for r in rows_per_layer) > n_units:
             raise ValueError("weights is None: give each unit's weight (e.g. unit_path_weights(model)) "
                              "to select the heaviest units, or pass full_grid=True to show them all")
         return _selection(rows_per_layer, None, range(max(len(r) for r in rows_per_layer)), image_shape, labels, cmap, colorbar_label,
-                          size=1.15 if image_size is None else image_size,
+                          size=image_size,
                           title=title if title is not None else "every unit, in index order")
     if len(weights) != len(rows_per_layer):
         raise ValueError(f"weights has {len(weights)} layers for {len(rows_per_layer)} layers of normals")
@@ -302,7 +317,7 @@ def hyperplane_images(layers: Sequence, image_shape: tuple[int, int] = (28, 28),
             raise ValueError(f"weights of {label} has shape {w.shape}; need ({len(rows)},)")
     n_show = min(n_units, max(len(r) for r in rows_per_layer))
     return _selection(rows_per_layer, weights, range(n_show), image_shape, labels, cmap, colorbar_label,
-                      size=1.15 if image_size is None else image_size,
+                      size=image_size,
                       title=title if title is not None else
                       f"the {n_show} heaviest units of each layer, heaviest first (weight: {weight_name}; "
                       "above each: unit and its share of the layer's weight)")
@@ -310,11 +325,16 @@ def hyperplane_images(layers: Sequence, image_shape: tuple[int, int] = (28, 28),
 
 def _selection(rows_per_layer, weights, columns, image_shape, labels, cmap, colorbar_label, *, size, title):
     """Chosen units' normals, one row per layer: the heaviest by ``weights`` (or, with None, the
-    first units in index order), large, with one shared colour bar."""
+    first units in index order), as large as a 6.5-inch-wide figure allows (``size``: None), with one
+    shared colour bar below."""
     n_show = len(columns)
+    if size is None:  # fit the book's column: 8 images, a row label and gaps in about 6.5 inches
+        size = min(1.15, 5.6 / n_show)
+    width = size * n_show + 0.9
     fig, axes = plt.subplots(len(rows_per_layer), n_show,
-                             figsize=(size * n_show + 1.0, (size + 0.45) * len(rows_per_layer) + 0.5),
+                             figsize=(width, (size + 0.36) * len(rows_per_layer) + 1.0),
                              squeeze=False, constrained_layout=True)
+    fig.get_layout_engine().set(w_pad=0.01, h_pad=0.02, wspace=0.03, hspace=0.03)
     image = None
     for r, (rows, label) in enumerate(zip(rows_per_layer, labels)):
         w = None if weights is None else weights[r]
@@ -330,34 +350,39 @@ def _selection(rows_per_layer, weights, columns, image_shape, labels, cmap, colo
             ax.set_yticks([])
             for spine in ax.spines.values():
                 spine.set_visible(False)
-            share = "" if w is None else (f": {w[unit] / total:.1%}" if total > 0 else ": 0")
-            ax.set_title(f"unit {unit}{share}", fontsize=8)
-        axes[r, 0].set_ylabel(f"{label}\n({len(rows)} units)", fontsize=9)
-    fig.colorbar(image, ax=axes, shrink=0.7, label=colorbar_label)
+            share = "" if w is None else (f"\n{w[unit] / total:.1%}" if total > 0 else "\n0")
+            ax.set_title(f"unit {unit}{share}", fontsize=8, linespacing=1.1, pad=2)
+        axes[r, 0].set_ylabel(f"{textwrap.fill(label, 14)}\n({len(rows)} units)", fontsize=8.5, linespacing=1.1)
+    bar = fig.colorbar(image, ax=axes, location="bottom", shrink=0.6, aspect=35, pad=0.01)
+    bar.set_label(colorbar_label, fontsize=9)
+    bar.ax.tick_params(labelsize=8.5)
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(textwrap.fill(title, int(width * 72 / 5.3)), fontsize=10)
     return fig
 
 
 def _full_grid(rows_per_layer, image_shape, labels, cmap, colorbar_label, *, order, method, n_cols,
                max_units, image_size, title):
-    """Every unit's normal, one mosaic per layer (``hyperplane_images(..., full_grid=True)``)."""
+    """Every unit's normal, one mosaic per layer (``hyperplane_images(..., full_grid=True)``), with
+    one shared colour bar below."""
     mosaics = []
     for rows in rows_per_layer:
         index = clusters.clustered_order(rows, method=method) if order == "clustered" else np.arange(len(rows))
         mosaics.append(_mosaic(rows[index[:max_units]].reshape(-1, *image_shape), n_cols))
     width = image_size * n_cols
     heights = [width * m.shape[0] / m.shape[1] for m in mosaics]
-    fig, axes = plt.subplots(len(mosaics), 1, figsize=(width + 1.0, sum(heights) + 0.35 * len(mosaics) + 0.4),
+    fig, axes = plt.subplots(len(mosaics), 1, figsize=(width + 0.6, sum(heights) + 0.35 * len(mosaics) + 1.2),
                              height_ratios=heights, squeeze=False, constrained_layout=True)
     image = None
     for ax, mosaic, label in zip(axes[:, 0], mosaics, labels):
         image = ax.imshow(mosaic, cmap=cmap, vmin=-1, vmax=1, interpolation="nearest")
         ax.set_axis_off()
-        ax.set_title(label)
-    fig.colorbar(image, ax=axes, shrink=0.6, label=colorbar_label)
+        ax.set_title(label, fontsize=9)
+    bar = fig.colorbar(image, ax=axes, location="bottom", shrink=0.6, aspect=35, pad=0.02)
+    bar.set_label(colorbar_label, fontsize=9)
+    bar.ax.tick_params(labelsize=8.5)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(textwrap.fill(title, int((width + 0.6) * 72 / 5.3)), fontsize=10)
     return fig
 
 
@@ -375,8 +400,11 @@ def node_cos_heatmaps(panels: Mapping[str, Sequence], node_normals, *, threshold
     n_layers = max(len(layers) for layers in panels.values())
     node_units = np.asarray(node_normals, dtype=np.float64)
     node_units = node_units / np.linalg.norm(node_units, axis=1, keepdims=True)
-    fig, axes = plt.subplots(len(names), n_layers, figsize=(2.3 * n_layers + 0.8, 2.4 * len(names)),
+    side = min(2.3, 5.7 / n_layers)  # each panel's width: the figure fits the book's 6.5-inch column
+    fig, axes = plt.subplots(len(names), n_layers,
+                             figsize=(side * n_layers + 0.55, (side + 0.55) * len(names) + 0.75 + 0.3 * bool(title)),
                              squeeze=False, constrained_layout=True)
+    fig.get_layout_engine().set(w_pad=0.02, wspace=0.04)
     image = None
     for r, name in enumerate(names):
         for c in range(n_layers):
@@ -390,15 +418,18 @@ def node_cos_heatmaps(panels: Mapping[str, Sequence], node_normals, *, threshold
             order = np.lexsort((-cos.max(axis=1), cos.argmax(axis=1)))
             image = heatmap(ax, cos[order], vmin=0, vmax=1, cmap=COS_CMAP)
             share = (cos.max(axis=1) >= threshold).mean() if threshold is not None else None
-            ax.set_title(f"layer {c + 1}" + (f": {share:.2f} on a node" if share is not None else ""), fontsize=9)
+            ax.set_title(f"layer {c + 1}" + (f"\n{share:.2f} on a node" if share is not None else ""), fontsize=9,
+                         linespacing=1.1)
             if c == 0:
                 ax.set_ylabel(f"{name}\nunits", fontsize=9)
             if r == len(names) - 1:
                 ax.set_xlabel("tree nodes", fontsize=9)
     if image is not None:
-        fig.colorbar(image, ax=axes, shrink=0.8, label="|cos| of a unit's and a node's hyperplane")
+        bar = fig.colorbar(image, ax=axes, location="bottom", shrink=0.6, aspect=35, pad=0.02)
+        bar.set_label("|cos| of a unit's and a node's hyperplane", fontsize=9)
+        bar.ax.tick_params(labelsize=8.5)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize=10)
     return fig
 
 
@@ -411,8 +442,8 @@ def node_alignment_vs_epoch(table, *, baselines: Mapping | None = None) -> plt.F
         baselines: optional ``{dataset: {"share": …, "mean": …}}`` drawn as dotted lines.
     """
     datasets = list(dict.fromkeys(table["dataset"]))
-    fig, axes = plt.subplots(2, len(datasets), figsize=(3.8 * len(datasets), 5.0), squeeze=False,
-                             constrained_layout=True, sharex="col")
+    fig, axes = plt.subplots(2, len(datasets), figsize=(min(3.8, 6.4 / len(datasets)) * len(datasets), 4.8),
+                             squeeze=False, constrained_layout=True, sharex="col")
     per_seed = table.groupby(["dataset", "model", "seed", "epoch"])[["share", "mean"]].mean().reset_index()
     curves = per_seed.groupby(["dataset", "model", "epoch"])[["share", "mean"]].mean().reset_index()
     for c, dataset in enumerate(datasets):

@@ -66,10 +66,10 @@ def path_region_images(model, x: torch.Tensor, path_list: Sequence, image_shape:
                        n_images: int = 8) -> plt.Figure:
     """Active path regions (claim C3/C4) shown through the inputs that fall inside them.
 
-    One row per path: the L half-space normals ``V^ℓ_{i_ℓ}`` of the path's gates as images (the
+    One block per path: the L half-space normals ``V^ℓ_{i_ℓ}`` of the path's gates as images (the
     region is the intersection of their half-spaces ``V·x + c ≥ 0``), then ``n_images`` of the inputs
     of x inside the region (``paths.in_active_path_region``), spread evenly over them in the order
-    of x (all of them when there are fewer).
+    of x (all of them when there are fewer), in lines of at most 5.
 
     Args:
         model: a DLGN (its effective hyperplanes are global half-spaces).
@@ -87,20 +87,42 @@ def path_region_images(model, x: torch.Tensor, path_list: Sequence, image_shape:
     _check_shape(images, image_shape, "x")
     normals = [_rows(V) for V, _ in paths.effective_hyperplanes(model)]
     depth = len(normals)
-    n_cols = depth + 1 + n_images  # a narrow spacer column between normals and images
-    fig, axes = plt.subplots(len(path_list), n_cols, figsize=(0.95 * (n_cols - 0.7), 1.35 * len(path_list)),
-                             squeeze=False, gridspec_kw={"width_ratios": [1] * depth + [0.3] + [1] * n_images,
-                                                         "hspace": 0.55, "wspace": 0.08})
-    for r, path in enumerate(path_list):
+    # Per path a block: the normals, a narrow spacer, then the inputs in lines of at most 5 (the
+    # block as tall as the lines its inputs fill), so the figure fits the book's 6.6 in column.
+    shown, insides = [], []
+    for path in path_list:
         inside = paths.in_active_path_region(model, x, path).cpu().numpy()
         members = np.flatnonzero(inside)
         if len(members) > n_images:
             members = members[np.linspace(0, len(members) - 1, n_images).round().astype(int)]
+        shown.append(members)
+        insides.append(inside)
+    per_line = min(n_images, 5)
+    lines = [max(1, math.ceil(len(members) / per_line)) for members in shown]
+    width, gap = 6.4, 0.08                          # inches: the figure, between panels
+    side = min(0.95, (width - (depth + per_line) * gap) / (depth + 0.3 + per_line))
+    head, title_h, foot, bar_h = 0.5, 0.26, 0.3, 0.75  # the caption, a path's title, under a block, the bar
+    block_h = [title_h + n * side + (n - 1) * gap + foot for n in lines]
+    height = head + sum(block_h) + bar_h
+    fig = plt.figure(figsize=(width, height))
+    lefts = [k * (side + gap) for k in range(depth)]
+    lefts.append(depth * (side + gap))                                         # the spacer
+    lefts += [lefts[-1] + 0.3 * side + gap + k * (side + gap) for k in range(per_line)]
+
+    def panel(left, top):  # an axes at (left, top) inches from the figure's top left corner
+        return fig.add_axes((left / width, 1 - (top + side) / height, side / width, side / height))
+
+    for r, (path, members, inside) in enumerate(zip(path_list, shown, insides)):
         n_inside = int(inside.sum())
-        row = axes[r]
+        top = head + sum(block_h[:r]) + title_h
+        row = [panel(lefts[layer], top) for layer in range(depth)]
+        row.append(panel(lefts[depth], top))
+        # an input panel left empty (fewer inputs inside than n_images) stays in the block's last line
+        row += [panel(lefts[depth + 1 + k % per_line], top + min(k // per_line, lines[r] - 1) * (side + gap))
+                for k in range(n_images)]
         for layer, unit in enumerate(path):
             mapped = _show_map(row[layer], normals[layer][unit], image_shape)
-            row[layer].set_xlabel(f"ℓ={layer + 1}, unit {unit}", fontsize=7, labelpad=2)
+            row[layer].set_xlabel(f"ℓ={layer + 1}, unit {unit}", fontsize=8, labelpad=2)
         row[depth].set_axis_off()
         for k in range(n_images):
             ax = row[depth + 1 + k]
@@ -114,14 +136,16 @@ def path_region_images(model, x: torch.Tensor, path_list: Sequence, image_shape:
             names = [class_names[c] if class_names is not None else str(c) for c, _ in counts]
             summary += "; most common: " + ", ".join(f"{name} {n}" for name, (_, n) in zip(names, counts))
         row[0].set_title(summary, loc="left", fontsize=9, pad=4)
-    fig.text(0.5, 1.0 - 0.25 / fig.get_figheight(),
-             "left: the half-space normals of the path's gates, one per layer · "
+    fig.text(0, 1.0 - 0.08 / height,
+             "left: the half-space normals of the path's gates, one per layer\n"
              "right: inputs inside its region, spread over all of them",
-             ha="center", fontsize=9)
-    # the colour bar sits in the right margin the grid leaves free, so the panels keep their size
-    colorbar = fig.colorbar(mapped, cax=fig.add_axes((0.925, 0.3, 0.01, 0.4)))
+             ha="left", va="top", fontsize=9)
+    # the colour bar lies under the blocks, across the middle of the figure
+    colorbar = fig.colorbar(mapped, orientation="horizontal",
+                            cax=fig.add_axes((0.3, (bar_h - 0.25) / height, 0.4, 0.1 / height)))
+    colorbar.set_ticks([-1, -0.5, 0, 0.5, 1])
     colorbar.set_label("normal entry / its largest |entry|", fontsize=8)
-    colorbar.ax.tick_params(labelsize=7)
+    colorbar.ax.tick_params(labelsize=8)
     return fig
 
 
@@ -140,25 +164,40 @@ def saliency_grid(images, rows: Mapping[str, object], image_shape: tuple[int, in
     images = _rows(images)
     _check_shape(images, image_shape, "images")
     k = len(images)
-    fig, axes = plt.subplots(1 + len(rows), k, figsize=(1.05 * k + 1.2, 1.3 * (1 + len(rows)) + 0.3),
+    # more than 6 inputs: the columns wrap into blocks (inputs, then their maps) of at most 6
+    # columns each, one under another, so the figure fits the book's 6.6 in column
+    blocks = math.ceil(k / 6)
+    cols = math.ceil(k / blocks)
+    height = 1 + len(rows)  # rows per block
+    fig, axes = plt.subplots(blocks * height, cols, figsize=(0.95 * cols + 1.6, (1.1 * height + 0.15) * blocks + 0.2),
                              squeeze=False, constrained_layout=True)
+    for ax in axes[(blocks - 1) * height:, k - (blocks - 1) * cols:].flat:  # cells past the last input
+        fig.delaxes(ax)
+
+    def cell(r, c):  # the axes of row r (0: the inputs) at input c
+        return axes[(c // cols) * height + r, c % cols]
+
     for c in range(k):
-        _show_image(axes[0, c], images[c], image_shape)
+        _show_image(cell(0, c), images[c], image_shape)
         if column_titles is not None:
-            axes[0, c].set_title(column_titles[c], fontsize=8)
-    axes[0, 0].set_ylabel("input", fontsize=9)
+            cell(0, c).set_title(column_titles[c], fontsize=8)
+    for start in range(0, k, cols):
+        cell(0, start).set_ylabel("input", fontsize=9)
+    map_axes = []
     for r, (label, maps) in enumerate(rows.items(), start=1):
         maps = _rows(maps)
         _check_shape(maps, image_shape, f"rows[{label!r}]")
         if len(maps) != k:
             raise ValueError(f"rows[{label!r}] has {len(maps)} maps for {k} images")
         for c in range(k):
-            mapped = _show_map(axes[r, c], maps[c], image_shape)
+            mapped = _show_map(cell(r, c), maps[c], image_shape)
+            map_axes.append(cell(r, c))
             if notes is not None and label in notes:
-                axes[r, c].set_xlabel(notes[label][c], fontsize=7, labelpad=2)
-        axes[r, 0].set_ylabel(label, fontsize=9)
+                cell(r, c).set_xlabel(notes[label][c], fontsize=8, labelpad=2)
+        for start in range(0, k, cols):
+            cell(r, start).set_ylabel(label, fontsize=9)
     if rows:
-        fig.colorbar(mapped, ax=axes[1:, :], shrink=0.8, label="gradient entry / the map's largest |entry|")
+        fig.colorbar(mapped, ax=map_axes, shrink=0.8, label="gradient entry / the map's largest |entry|")
     if title:
         fig.suptitle(title)
     return fig

@@ -28,6 +28,8 @@ LABEL_COLORS = ("#2166ac", "#b2182b")  # label −1, label +1
 GATE_LINE_COLOR = "#1b7837"  # gate boundaries over a decision function: dark green on pale red/blue
 #: Colours of the hand-set hyperplanes 1, 2, 3, … in ``hand_dlgn_figure``.
 PLANE_COLORS = ("#e66101", "#5e3c99", "#1b7837", "#c51b7d", "#8c510a")
+#: The widest figure (inches) drawn here: the book's column shows it at full size (text >= 8 pt).
+MAX_WIDTH = 6.4
 
 
 def data_box(dataset, margin: float = 0.25) -> tuple[float, float, float, float]:
@@ -135,27 +137,39 @@ def decision_functions(runs: Sequence, *, epoch="best", ncols: int | None = None
                        points: str = "test", resolution: int = 150, panel_size: float = 2.3) -> plt.Figure:
     """Decision functions of trained 2-D models side by side, one panel per run (claim C2).
 
+    The figure stays within the book's column (:data:`MAX_WIDTH` inches): panels shrink below
+    ``panel_size`` when ``ncols`` of them would not fit.
+
     Args:
         runs: runs on 2-D datasets, laid out row by row.
         epoch: "best" (best validation epoch, the model selected without the test set), a saved
             snapshot epoch, or None (the last).
-        ncols: panels per row (default: all in one row).
+        ncols: panels per row (default: all in one row when each panel can be at least 1.6
+            inches wide, else as few rows of equal length as that allows).
         titles: one title per panel (default: model name and test accuracy at ``epoch``).
         row_labels: a y-label for the first panel of each row (e.g. the dataset).
         points: which split to scatter ("train", "val", "test").
+        panel_size: the largest side of a panel (inches).
     """
     runs = list(runs)
     if not runs:
         raise ValueError("runs is empty; pass at least one run")
     if points not in ("train", "val", "test"):
         raise ValueError(f"points={points!r} is not allowed; choose 'train', 'val' or 'test'")
-    ncols = len(runs) if ncols is None else int(ncols)
+    room = MAX_WIDTH - 0.9 - (0.3 if row_labels is not None else 0.0)   # beside the colour bar, row labels
+    if ncols is None:   # as many as fit at 1.6 inches a panel (or panel_size, if smaller), in rows of equal length
+        rows = math.ceil(len(runs) / max(1, math.floor(room / min(panel_size, 1.6))))
+        ncols = math.ceil(len(runs) / rows)
+    ncols = int(ncols)
     nrows = math.ceil(len(runs) / ncols)
     if titles is not None and len(titles) != len(runs):
         raise ValueError(f"titles has {len(titles)} entries for {len(runs)} runs")
     if row_labels is not None and len(row_labels) != nrows:
         raise ValueError(f"row_labels has {len(row_labels)} entries for {nrows} rows")
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols, (panel_size + 0.35) * nrows),
+    panel = min(panel_size, math.floor(100 * room / ncols) / 100)   # whole pixels at 100 dpi
+    title_size = 10 if panel >= 1.6 else 8
+    size = (round(panel * ncols + MAX_WIDTH - room, 2), round((panel + 0.5) * nrows + 0.6, 2))
+    fig, axes = plt.subplots(nrows, ncols, figsize=size,
                              squeeze=False, constrained_layout=True)
     boxes: dict = {}
     for k, ax in enumerate(axes.flat):
@@ -166,8 +180,10 @@ def decision_functions(runs: Sequence, *, epoch="best", ncols: int | None = None
         ds = run.dataset()
         box = boxes.setdefault(run.config.data, data_box(ds))
         draw_decision_function(ax, run.model_at(epoch), box, resolution=resolution)
-        _points(ax, getattr(ds, f"x_{points}").numpy(), getattr(ds, f"y_{points}").numpy(), size=8)
-        _frame(ax, box, titles[k] if titles is not None else _run_title(run, epoch))
+        _points(ax, getattr(ds, f"x_{points}").numpy(), getattr(ds, f"y_{points}").numpy(),
+                size=8 if panel >= 1.6 else 4)
+        _frame(ax, box)
+        ax.set_title(titles[k] if titles is not None else _run_title(run, epoch), fontsize=title_size)
         if row_labels is not None and k % ncols == 0:
             ax.set_ylabel(row_labels[k // ncols])
     used = [ax for ax in axes.flat if ax.figure is fig and ax.get_images()]
@@ -194,14 +210,18 @@ def hyperplanes_over_function(run, *, epoch="best", layers: Sequence[int] = (1,)
     ds = run.dataset()
     box = data_box(ds)
     label = "best epoch" if epoch == "best" else f"epoch {run.epochs[-1] if epoch is None else epoch}"
-    fig, axes = plt.subplots(1, len(layers), figsize=(3.4 * len(layers), 3.6), squeeze=False,
+    width = min(3.4 * len(layers), MAX_WIDTH)   # panels narrower than 3.4 in for several layers
+    panel = math.floor(100 * (width - 0.9) / len(layers)) / 100   # whole pixels at 100 dpi
+    fig, axes = plt.subplots(1, len(layers), figsize=(width, round(panel + 1.5, 2)), squeeze=False,
                              constrained_layout=True)
     for ax, layer in zip(axes[0], layers):
         draw_decision_function(ax, model, box, resolution=resolution)
         _points(ax, ds.x_train.numpy(), ds.y_train.numpy(), size=4)
         V, c = hyperplanes[layer - 1]
         draw_lines(ax, V.numpy(), c.numpy(), box, color=GATE_LINE_COLOR, lw=0.9, alpha=0.85)
-        _frame(ax, box, f"layer {layer}: {V.shape[0]} hyperplanes ({label})")
+        _frame(ax, box)
+        ax.set_title(f"layer {layer}: {V.shape[0]} hyperplanes" + ("\n" if len(layers) > 1 else " ") + f"({label})",
+                     fontsize=10 if panel >= 2.2 else 9)
     _shade_colorbar(fig, list(axes[0]))
     _label_key(fig, [(Line2D([], [], color=GATE_LINE_COLOR, lw=0.9), "gate hyperplane")],
                loc="outside lower center", ncol=3, title="training points")
@@ -253,9 +273,9 @@ def hand_dlgn(angles_deg: Sequence[float], depth: int, x: torch.Tensor, y: torch
 def hand_dlgn_figure(angles_deg: Sequence[float], depth: int, dataset, *, resolution: int = 160) -> plt.Figure:
     """Build a DLGN by hand and show how it computes: gates → path regions → function (teaching).
 
-    Left: the half-planes of the hand-set gates (shaded on their "on" side, arrow = normal).
-    Middle: one small panel per path, its active region shaded and its fitted value ``g_π``.
-    Right: the function ``Σ_π g_π 1[x ∈ R_π]`` with the training points and its accuracy.
+    Top left: the half-planes of the hand-set gates (shaded on their "on" side, arrow = normal).
+    Top right: the function ``Σ_π g_π 1[x ∈ R_π]`` with the training points and its accuracy.
+    Below: one small panel per path, its active region shaded and its fitted value ``g_π``.
     The model is :func:`hand_dlgn` fitted to the dataset's training split.
     """
     x, y = dataset.x_train, dataset.y_train
@@ -267,11 +287,15 @@ def hand_dlgn_figure(angles_deg: Sequence[float], depth: int, dataset, *, resolu
     with torch.no_grad():
         accuracy = float(((model(x.double())[:, 0] >= 0) == (y > 0)).double().mean())
 
-    fig = plt.figure(figsize=(12.0, 4.0), constrained_layout=True)
-    left, middle, right = fig.subfigures(1, 3, width_ratios=[1.0, 1.05, 1.1])
+    rows = m if depth == 2 else 1
+    mini_height = 1.45   # a path's panel and its title (inches)
+    top_height = 3.1
+    fig = plt.figure(figsize=(MAX_WIDTH, top_height + rows * mini_height + 0.9), constrained_layout=True)
+    top, bottom = fig.subfigures(2, 1, height_ratios=[top_height, rows * mini_height + 0.35])
+    left, right = top.subfigures(1, 2, width_ratios=[1.0, 1.1])
 
     ax = left.subplots()
-    _points(ax, x.numpy(), y.numpy(), size=5)
+    _points(ax, x.numpy(), y.numpy(), size=4)
     half = 0.5 * (box[1] - box[0])
     for i, normal in enumerate(V.numpy()):
         color = _plane_color(i)
@@ -282,9 +306,10 @@ def hand_dlgn_figure(angles_deg: Sequence[float], depth: int, dataset, *, resolu
         ax.annotate("", xy=tip, xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=color, lw=1.6))
         ax.text(*(0.68 * half * normal), str(i + 1), color=color, fontsize=12, fontweight="bold",
                 ha="center", va="center")
-    _frame(ax, box, f"layer 1: {m} gates = half-planes\n(shaded: gate on; arrow: normal)")
+    _frame(ax, box)
+    ax.set_title(f"layer 1: {m} gates = half-planes\n(shaded: gate on; arrow: normal)", fontsize=9)
 
-    mini = middle.subplots(m if depth == 2 else 1, m, squeeze=False)
+    mini = bottom.subplots(rows, m, squeeze=False)
     regions = paths.path_regions_2d(model, box)
     g_max = max(float(np.abs(g).max()), 1e-12)
     for index, ax in np.ndenumerate(mini):
@@ -301,7 +326,7 @@ def hand_dlgn_figure(angles_deg: Sequence[float], depth: int, dataset, *, resolu
         _frame(ax, box)
         ax.set_title(f"path {name}: g = {value:+.2f}", fontsize=8)
     what = "half-plane i" if depth == 1 else "half-planes i and j both on"
-    middle.suptitle(f"{m ** depth} paths: region of path {'i' if depth == 1 else 'ij'} = {what}",
+    bottom.suptitle(f"{m ** depth} paths: region of path {'i' if depth == 1 else 'ij'} = {what}",
                     fontsize=10)
 
     ax = right.subplots()
@@ -309,10 +334,11 @@ def hand_dlgn_figure(angles_deg: Sequence[float], depth: int, dataset, *, resolu
     image = draw_decision_function(ax, model, box, resolution=resolution, hard=True,
                                    scale=max(f_max, 1e-6))
     right.colorbar(image, ax=ax, shrink=0.8, label="f(x)")
-    _points(ax, x.numpy(), y.numpy(), size=5)
-    _frame(ax, box, f"f(x) = Σ_π g_π · 1[x in region π]\ntrain accuracy {accuracy:.2f}")
+    _points(ax, x.numpy(), y.numpy(), size=4)
+    _frame(ax, box)
+    ax.set_title(f"f(x) = Σ_π g_π · 1[x in region π]\ntrain accuracy {accuracy:.2f}", fontsize=9)
     kind = "1 layer" if depth == 1 else "2 layers (layer 2 = layer 1, W² = I)"
-    fig.suptitle(f"A DLGN built by hand: {kind}; path values fitted by least squares", fontsize=11)
+    fig.suptitle(f"A DLGN built by hand: {kind};\npath values fitted by least squares", fontsize=11)
     return fig
 
 

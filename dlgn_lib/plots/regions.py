@@ -43,6 +43,17 @@ def _frame(ax, box=BOX, title=""):
     ax.set_title(title)
 
 
+def _panel_grid(nrows, ncols, side, title_h, key_h, gap=0.1):
+    """A figure of nrows × ncols square panels ``side`` inches wide, ``title_h`` inches above each
+    for its title, ``gap`` between them and ``key_h`` under them for a key, laid out in inches."""
+    width = ncols * side + (ncols - 1) * gap + 0.1
+    height = nrows * (title_h + side) + (nrows - 1) * gap + key_h + 0.05
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False)
+    fig.subplots_adjust(left=0.05 / width, right=1 - 0.05 / width, top=1 - (title_h + 0.05) / height,
+                        bottom=key_h / height, wspace=gap / side, hspace=(title_h + gap) / side)
+    return fig, axes
+
+
 def draw_lines(ax, V, c, box=BOX, **style):
     """Draw the boundary lines ``v·x + c = 0`` of 2-D half-spaces, clipped to the box."""
     corners = paths.box_polygon(box)
@@ -57,14 +68,14 @@ def draw_lines(ax, V, c, box=BOX, **style):
 def layer_hyperplanes(model, dataset, box=BOX):
     """One panel per layer: the effective hyperplanes of that layer over the training data."""
     planes = paths.effective_hyperplanes(model)
-    fig, axes = plt.subplots(1, len(planes), figsize=(3.0 * len(planes), 3.1), squeeze=False)
+    side = min(2.0, (6.3 - 0.1 * len(planes)) / len(planes))  # the row fits the book's 6.6 in column
+    fig, axes = _panel_grid(1, len(planes), side, title_h=0.3, key_h=0.55)
     for layer, (ax, (V, c)) in enumerate(zip(axes[0], planes)):
         _scatter(ax, dataset)
         draw_lines(ax, V.detach().numpy(), c.detach().numpy(), box,
                    color=LAYER_COLORS[layer % len(LAYER_COLORS)], lw=1.2)
         _frame(ax, box, f"layer {layer + 1}: {V.shape[0]} half-spaces")
     fig.legend(*_label_handles(), loc="lower center", ncol=2, frameon=False, title="training points")
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
@@ -73,9 +84,12 @@ def path_regions(model, chosen, dataset=None, box=BOX, ncols=4, scores=None):
     (dashed, one colour per layer; a key under the panels says which)."""
     n = len(chosen)
     nrows = math.ceil(n / ncols)
-    key_height = 0.9  # inches under the panels for the key
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 3.3 * nrows + key_height), squeeze=False)
     planes = paths.effective_hyperplanes(model)
+    side = min(1.6, (6.4 - 0.1 * ncols) / ncols)  # panel width (in): the figure fits the book's 6.6 in column
+    n_keys = 1 + len(planes) + 2 * (dataset is not None)
+    key_cols = min(n_keys, 3)
+    key_height = 0.15 + 0.2 * math.ceil(n_keys / key_cols)  # inches under the panels for the key
+    fig, axes = _panel_grid(nrows, ncols, side, title_h=0.25 if scores is None else 0.45, key_h=key_height)
     for k, ax in enumerate(axes.flat):
         if k >= n:
             ax.axis("off")
@@ -99,14 +113,13 @@ def path_regions(model, chosen, dataset=None, box=BOX, ncols=4, scores=None):
     if dataset is not None:
         points, point_names = _label_handles()
         handles, names = handles + points, names + point_names
-    fig.legend(handles, names, loc="lower center", ncol=min(len(names), 3 + (dataset is not None)), frameon=False)
-    fig.tight_layout(rect=(0, key_height / fig.get_figheight(), 1, 1), h_pad=2.0)
+    fig.legend(handles, names, loc="lower center", ncol=key_cols, frameon=False)
     return fig
 
 
 def path_value_spectrum(values: torch.Tensor, labels=("DLGN",)):
     """Sorted path magnitudes |g_π| (log scale) and the share of total magnitude held by the top k."""
-    fig, (a, b) = plt.subplots(1, 2, figsize=(8.5, 3.0))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(6.4, 2.8))
     for v, label in zip(values if isinstance(values, (list, tuple)) else [values], labels):
         mags = np.sort(np.abs(v.detach().double().numpy().ravel()))[::-1]
         a.plot(np.arange(1, len(mags) + 1), mags, label=label)
@@ -121,7 +134,7 @@ def path_value_spectrum(values: torch.Tensor, labels=("DLGN",)):
 def partition_comparison(dlgn, relu, dataset, box=BOX, resolution=300):
     """Left: the DLGN's gate-pattern cells (exact convex polygons, straight lines). Right: the ReLU
     net's activation regions on a grid (cells bent at every deeper neuron)."""
-    fig, (a, b) = plt.subplots(1, 2, figsize=(8.4, 4.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(6.4, 3.5))
     cells = paths.gate_pattern_cells_2d(dlgn, box)
     rng = np.random.default_rng(0)
     for poly in cells.values():

@@ -25,7 +25,7 @@ VALUE_COLOR = "#2166ac"    # the value network
 GATE_COLOR = "#e66101"     # the gates
 EDGE_COLOR = "#9a9a9a"
 
-_DX = 2.4          # distance between layers (columns)
+_DX = 2.0          # distance between layers (columns)
 _DY = 0.42         # distance between units of one layer
 _RADIUS = 0.14
 _GATING_Y = 6.2    # centre of the gating network's band
@@ -53,7 +53,7 @@ def _stack(ax, x, centre, m, max_units, color, gid, labels=None):
             continue
         ax.add_patch(Circle((x, y), _RADIUS, fc="white", ec=color, lw=1.4, gid=gid, zorder=3))
         if labels is not None:
-            ax.text(x, y, labels, ha="center", va="center", fontsize=7, color=color, zorder=4)
+            ax.text(x, y, labels, ha="center", va="center", fontsize=8, color=color, zorder=4)
         centres.append((x, y))
     return centres
 
@@ -96,8 +96,10 @@ def dlgn_architecture(widths: Sequence[int] = (4, 4, 4), *, in_dim: int = 2, out
     if max_units < 2:
         raise ValueError(f"max_units={max_units!r}: need at least 2")
     L = len(widths)
-    xlim, ylim = (-2.3, _DX * (L + 1) + 1.9), (-0.4, 8.3)
-    fig, ax = plt.subplots(figsize=(0.7 * (xlim[1] - xlim[0]), 0.7 * (ylim[1] - ylim[0]) + 0.4))
+    xlim, ylim = (-2.3, _DX * (L + 1) + 1.9), (-0.4, 8.6)
+    # At most 6.5 inches wide, so that the book shows it at full size (every text >= 8 pt).
+    scale = min(0.7, 6.5 / (xlim[1] - xlim[0]))   # inches per data unit
+    fig, ax = plt.subplots(figsize=(round(scale * (xlim[1] - xlim[0]), 2), round(scale * (ylim[1] - ylim[0]) + 0.4, 2)))
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
     ax.set_aspect("equal")
@@ -105,11 +107,11 @@ def dlgn_architecture(widths: Sequence[int] = (4, 4, 4), *, in_dim: int = 2, out
 
     # Bands behind the two networks.
     for y, color, text in ((_GATING_Y, GATING_COLOR, "gating network: linear, no non-linearity"),
-                           (_VALUE_Y, VALUE_COLOR, "value network: no biases")):
+                           (_VALUE_Y, VALUE_COLOR, "value network:\nno biases")):
         ax.add_patch(FancyBboxPatch((-1.9, y - 1.45), _DX * (L + 1) + 3.5, 2.9, boxstyle="round,pad=0.05",
                                     fc=color, alpha=0.06, ec=color, lw=0.8, zorder=0))
         inside = y == _VALUE_Y   # the gating band's name sits above it, clear of the layer labels
-        ax.text(-1.8, y + 1.3 if inside else y + 1.55, text, color=color, fontsize=9, fontweight="bold",
+        ax.text(-1.8, y + 1.3 if inside else y + 1.7, text, color=color, fontsize=9, fontweight="bold",
                 va="top" if inside else "bottom")
 
     # Gating network: x -> eta^1 -> ... -> eta^L.
@@ -135,7 +137,7 @@ def dlgn_architecture(widths: Sequence[int] = (4, 4, 4), *, in_dim: int = 2, out
         x = _DX * layer
         value.append(_stack(ax, x, _VALUE_Y, m, max_units, VALUE_COLOR, "value-unit"))
         _connect(ax, value[-2], value[-1])
-        name = f"$U^{layer}$" + (" ($u^1 = U^1\\mathbf{1}$)" if ones and layer == 1 else "")
+        name = f"$U^{layer}$" + ("\n($u^1 = U^1\\mathbf{1}$)" if ones and layer == 1 else "")
         ax.text(x - _DX / 2, _VALUE_Y - 1.35, name, ha="center", fontsize=8, color=VALUE_COLOR)
         low = min(y for _, y in value[-1])
         ax.text(x, low - 0.3, f"$h^{layer}$", ha="center", va="top", fontsize=8, color=VALUE_COLOR)

@@ -52,8 +52,12 @@ def effect_heatmaps(tables: Mapping[str, pd.DataFrame], rows: Sequence[str], col
     first = next(iter(tables.values()))
     n_rows, n_cols = len(first.groupby(list(rows))), len(first.groupby(list(cols)))
     col_chars = max(len(label) for label in _labels(first, _varying(first, cols)))
+    row_chars = max(len(label) for label in _labels(first, _varying(first, rows)))
+    # Row labels (about 0.065 in a character at 8 pt), colour bar and its label, and the cells: at most
+    # 6.5 in wide, to fit the book's 6.7 in column (cells narrow to about 0.55 in for a wide grid).
+    width = min(6.5, 1.4 + 0.065 * row_chars + 0.8 * n_cols)
     fig, axes = plt.subplots(len(tables), 1, squeeze=False, constrained_layout=True,
-                             figsize=(2.6 + 0.8 * n_cols, len(tables) * (1.2 + 0.5 * n_rows + 0.075 * col_chars)))
+                             figsize=(width, len(tables) * (1.2 + 0.5 * n_rows + 0.085 * col_chars)))
     for ax, (name, table) in zip(axes[:, 0], tables.items()):
         fixed = [f for f in [*rows, *cols] if f not in _varying(table, rows) + _varying(table, cols)]
         frame = table.assign(_row=_labels(table, _varying(table, rows)), _col=_labels(table, _varying(table, cols)))
@@ -72,12 +76,15 @@ def effect_heatmaps(tables: Mapping[str, pd.DataFrame], rows: Sequence[str], col
         with warnings.catch_warnings():  # seaborn 0.13 calls a colormap method matplotlib deprecates
             warnings.simplefilter("ignore", PendingDeprecationWarning)
             sns.heatmap(median, ax=ax, cmap="RdBu", center=0.0, vmin=-limit, vmax=limit,
-                        annot=annot.to_numpy(), fmt="", annot_kws={"fontsize": 7}, cbar_kws={"shrink": 0.8, "label": "median over seeds\n(blue: the claimed way)"},
+                        annot=annot.to_numpy(), fmt="", annot_kws={"fontsize": 8}, cbar_kws={"shrink": 0.8, "label": "median over seeds\n(blue: the claimed way)"},
                         linewidths=0.5, linecolor="white")
         ax.set_title(name + (f"  ({_labels(table.iloc[:1], fixed).iloc[0]})" if fixed else ""), fontsize=9)
         ax.set_xlabel("")
         ax.set_ylabel("")
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
+        cell = (width - 1.4 - 0.065 * row_chars) / median.shape[1]   # a cell's width (inches), about
+        if max(len(str(c)) for c in median.columns) * 0.065 > 0.9 * cell:
+            ax.tick_params(axis="x", labelrotation=90)   # labels wider than their cell: upright, not overlapping
         if registered:
             hit = frame[np.logical_and.reduce([frame[f].isin(v if isinstance(v, (list, tuple, set)) else [v])
                                                for f, v in registered.items() if f in frame])]

@@ -30,7 +30,8 @@ def accuracy_points(runs: Sequence, kinds_of: Mapping[str, Sequence[str]], row_o
                     chance: Mapping[str, float] | None = None) -> plt.Figure:
     """Test accuracy per model: mean ± std (ddof 1; 0 for one seed) as a large point with bars, and
     every seed as a small point beside it (a seaborn swarm), each model in its registry colour
-    (``MODEL_COLORS``); one panel per data set (row label, each with its own scale).
+    (``MODEL_COLORS``); one panel per data set (row label, each with its own scale), at most
+    three panels a row so that the figure stays within the book's column (6.4 inches).
 
     Args:
         runs: the selected runs; ``row_of(run)`` gives a run's row label.
@@ -38,8 +39,13 @@ def accuracy_points(runs: Sequence, kinds_of: Mapping[str, Sequence[str]], row_o
         chance: row label -> chance level, drawn as a dashed line.
     """
     chance = chance or {}
-    fig, axes = plt.subplots(1, len(kinds_of), figsize=(3.2 * len(kinds_of), 3.5), squeeze=False)
-    for ax, (row, kinds) in zip(axes[0], kinds_of.items()):
+    ncols = min(len(kinds_of), 2 if len(kinds_of) <= 2 else 3)
+    nrows = -(-len(kinds_of) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols if ncols <= 2 else 6.4, round(3.3 * nrows + 0.3, 2)),
+                             squeeze=False)
+    for ax in axes.flat[len(kinds_of):]:   # the unused cells of the last row
+        ax.remove()
+    for k, (ax, (row, kinds)) in enumerate(zip(axes.flat, kinds_of.items())):
         everything = []
         seeds = pd.DataFrame([(i + 0.22, kind, value) for i, kind in enumerate(kinds)
                               for value in point_values(runs, row_of, row, kind)], columns=["x", "kind", "value"])
@@ -60,12 +66,13 @@ def accuracy_points(runs: Sequence, kinds_of: Mapping[str, Sequence[str]], row_o
         ax.set_xlabel("")
         ax.set_ylabel("")
         ax.set_title(row)
-    axes[0][0].set_ylabel("test accuracy (best val epoch)")
+        if k % ncols == 0:
+            ax.set_ylabel("test accuracy (best val epoch)")
     handles = [Line2D([], [], ls="", marker="o", ms=7, color="0.3"), Line2D([], [], ls="", marker="o", ms=3.5, color="0.3")]
     names = ["mean ± std over seeds", "one seed"]
     if any(row in chance for row in kinds_of):
         handles.append(Line2D([], [], color="0.5", ls="--", lw=1))
         names.append("chance")
     fig.legend(handles, names, loc="lower center", ncol=len(names), frameon=False)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1))
     return fig

@@ -81,7 +81,9 @@ def soft_vs_hard(run, beta: float, *, layer: int = 1, unit: int | None = None, r
     x, y = ds.x_test.double(), ds.y_test
     box = plane_plots.data_box(ds)
     unit = balanced_gate(trained, ds.x_train.double(), layer) if unit is None else unit
-    fig, axes = plt.subplots(1, 4, figsize=(12.4, 3.3), constrained_layout=True)
+    # 2 × 2, at most 6.4 inches wide: the book shows it (and its slider's frames) at full size.
+    fig, grid = plt.subplots(2, 2, figsize=(6.4, 6.3), constrained_layout=True)
+    axes = grid.ravel()
 
     eta = np.linspace(-2.0, 2.0, 401)
     ax = axes[0]
@@ -91,7 +93,7 @@ def soft_vs_hard(run, beta: float, *, layer: int = 1, unit: int | None = None, r
     ax.plot(eta, 1 / (1 + np.exp(-beta * eta)), color="#e66101", lw=2.0, label=f"soft, β = {beta:g}")
     ax.set_xlabel("gating pre-activation η")
     ax.set_ylabel("gate value")
-    ax.legend(loc="upper left", fontsize=7, frameon=False)
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
     ax.set_title("a gate: soft σ(βη) and hard")
 
     xx, yy = np.meshgrid(np.linspace(box[0], box[1], resolution), np.linspace(box[3], box[2], resolution))

@@ -96,7 +96,8 @@ def boundary_figure(runs: Mapping[tuple, object], target: str, epoch: int, seed:
     dataset = runs[target, "dlgn", seed].dataset()
     theta = np.linspace(0, 2 * np.pi, 721)
     grid = 2 * np.pi * np.arange(n_grid) / n_grid
-    fig, axes = plt.subplots(3, 1, figsize=(8, 5.4), sharex=True, gridspec_kw={"height_ratios": [1.4, 1, 1]})
+    fig, axes = plt.subplots(3, 1, figsize=(6.4, 5.0), sharex=True,   # the book's column: 6.4 inches wide
+                             gridspec_kw={"height_ratios": [1.4, 1, 1]})
     axes[0].plot(theta, data.circle_target(torch.from_numpy(theta), dataset.meta["target"], **dataset.meta["params"]).numpy(),
                  color="black", lw=1.2, label="target")
     for ax, kind in zip(axes[1:], KINDS):

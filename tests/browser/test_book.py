@@ -285,6 +285,40 @@ def test_no_output_is_wider_than_the_column_and_figures_open_at_full_size(book, 
     assert book_page.errors == [], "\n".join(book_page.errors)
 
 
+#: The smallest text a figure may show: 8 pt, in CSS px (1 pt = 4/3 px).
+SMALLEST_TEXT_PX = 8 * 4 / 3
+
+
+def test_every_figure_s_smallest_text_reads_at_8_pt_or_more(book, book_page):
+    """At 1280 px, on every notebook page, every figure (each output image and each frame of the sliders'
+    static twins) shows its smallest text at 8 pt or more: the text's size in the image's own pixels,
+    which the image keeps (``plots.stamped_text_px``), times the width it is shown at over its natural
+    width (issue 47, item 4)."""
+    import base64
+    from urllib.parse import unquote
+
+    from dlgn_lib.plots import stamped_text_px
+
+    site, measured, small = book_page.site, 0, []
+    for notebook in sorted((locations.REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        page = book_page.open(f"notebooks/{notebook.stem}.html")
+        page.evaluate("document.querySelectorAll('.dlgn-frame').forEach(f => f.hidden = false)")  # every frame
+        for src, natural, shown in page.evaluate("""Array.from(document.querySelectorAll('.cell_output img'))
+                .map(i => [i.currentSrc, i.naturalWidth, i.getBoundingClientRect().width])"""):
+            if src.startswith("data:"):
+                image = base64.b64decode(src.partition(",")[2])
+            else:
+                assert src.startswith(site), src
+                image = (book / unquote(src[len(site):].split("#")[0])).read_bytes()
+            text_px = stamped_text_px(image)
+            assert text_px is not None, f"{notebook.stem}: {src[:80]} keeps no text size"
+            measured += 1
+            if text_px * shown / natural < SMALLEST_TEXT_PX:
+                small.append(f"{notebook.stem}: {src[:60]}: {text_px * shown / natural * 0.75:.1f} pt")
+    assert measured >= 100, measured
+    assert small == [], "\n".join(small)
+
+
 def test_twin_frames_are_stored_at_the_size_the_book_shows_them(book, book_page, shots):
     """At 1280 px every panel's frame fills its twin and is shown at its own width (a few px of
     rounding aside): neither a small image blown up nor a large one shrunk (issue 47, item 4)."""
