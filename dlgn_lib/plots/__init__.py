@@ -173,7 +173,7 @@ def smallest_text_pt(fig) -> float | None:
     """The font size (points) of the smallest text ``fig`` draws (drawn once to find out); None without text."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     with _DrawnText() as drawn:
-        FigureCanvasAgg(fig).draw() if not isinstance(fig.canvas, FigureCanvasAgg) else fig.canvas.draw()
+        (fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)).draw()
     return drawn.smallest
 
 
