@@ -43,7 +43,7 @@ _torch.set_num_threads(_threads)
 #: ``python -m dlgn_lib.<module>`` runs a module that has not been imported yet.
 MODULES = ("batched", "circle", "clusters", "compare", "config", "data", "fidelity", "fused",
            "intervals", "kernels", "locations", "losses", "models", "nodes", "numerics", "parts", "paths", "plots",
-           "protocol", "runs", "saliency", "sensitivity", "studies", "tables", "train", "verdict", "widgets")
+           "protocol", "runs", "saliency", "sensitivity", "studies", "tables", "text", "train", "verdict", "widgets")
 __all__ = [*MODULES, "save_figure", "setup"]
 
 

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .models import DEFAULT_CONVENTION, MODEL_KINDS, RUN_KINDS
+from .text import use_width, wrap
 
 __all__ = ["CODE_VERSION", "DataSpec", "ModelSpec", "NotebookConfig", "PROFILES", "RunConfig",
            "fashion_mnist_spec", "for_notebook", "setup"]
@@ -320,6 +321,7 @@ def setup(notebook: str, namespace: Mapping[str, Any], *, show: bool = True) -> 
     from dlgn_lib import numerics
     if numerics.torch_came_first():
         warnings.warn(numerics.describe() + "; restart the kernel and import dlgn_lib before torch", stacklevel=2)
+    use_width()
     if show:
         print(cfg.describe())
     return cfg
@@ -357,7 +359,7 @@ class NotebookConfig:
 
     def describe(self) -> str:
         items = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
-        return f"notebook {self.notebook}, profile {self.profile}, seed {self.seed}: {items}"
+        return wrap(f"notebook {self.notebook}, profile {self.profile}, seed {self.seed}: {items}")
 
 
 def for_notebook(notebook: str, profile: str = "quick", seed: int = 0, **overrides) -> NotebookConfig:

@@ -30,6 +30,7 @@ import os
 import sys
 
 from . import files
+from .text import wrap
 
 __all__ = ["PINNED", "describe", "mode", "pin", "status"]
 
@@ -115,16 +116,16 @@ def _is_pinned() -> bool:
 
 
 def describe() -> str:
-    """One line for a notebook's versions cell: which numeric code path this kernel runs."""
+    """A line (wrapped to the column) for a notebook's versions cell: which numeric code path this kernel runs."""
     s = status()
     if torch_came_first():
-        return (f"numerics: NOT pinned (torch was imported before dlgn_lib; ATen uses {s['aten_cpu_capability']}): "
+        return wrap(f"numerics: NOT pinned (torch was imported before dlgn_lib; ATen uses {s['aten_cpu_capability']}): "
                 "numbers agree with the committed ones only within tolerance")
     path = (f"(ATen {s['aten_cpu_capability']}, MKL_CBWR {s['mkl_cbwr']}, "
             f"numpy without {s['numpy_disabled_features']})")
     changed = overrides() if s["numerics"] == "pinned" else {}
     if changed:
-        return (f"numerics: pinned except {', '.join(f'{k}={v}' for k, v in changed.items())} as set in the "
+        return wrap(f"numerics: pinned except {', '.join(f'{k}={v}' for k, v in changed.items())} as set in the "
                 f"environment {path}: numbers agree with the committed ones only within tolerance")
-    return f"numerics: {s['numerics']} {path}"
+    return wrap(f"numerics: {s['numerics']} {path}")
 

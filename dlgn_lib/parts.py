@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from dlgn_lib import intervals, verdict
+from dlgn_lib.text import wrap
 
 #: A part's words: it holds, it does not hold, or the data cannot decide.
 HOLDS, DOES_NOT_HOLD, INCONCLUSIVE = "HOLDS", "DOES NOT HOLD", "INCONCLUSIVE"
@@ -280,7 +281,7 @@ def show(claim: str, notebook: str, checks: Iterable[verdict.SeedCheck], sensiti
     ``smoke``: the checks come from a smoke test (quick), which decides no part: each line then
     starts ``SMOKE TEST PART`` and says what the checks would read."""
     if smoke:
-        print(f"{SMOKE_PART_MARK} lines: what these quick checks would read; quick decides no part of {claim}")
+        print(wrap(f"{SMOKE_PART_MARK} lines: what these quick checks would read; quick decides no part of {claim}"))
     for part, others in local(claim, notebook, checks, sensitive):
         here = len(part.checks)
         unit = "pair" if part.kind == "like for like" else "check"
@@ -290,8 +291,8 @@ def show(claim: str, notebook: str, checks: Iterable[verdict.SeedCheck], sensiti
         sensitive_names = sorted(c.name for c in _flat(part.checks) if c.name in part.sensitive)
         extra = f"; machine-sensitive: {', '.join(sensitive_names)}" if sensitive_names else ""
         extra += f"; {DLGN_UNDECIDED}" if part.dlgn_undecided else ""
-        print(f"{SMOKE_PART_MARK if smoke else PART_MARK} {claim} ({part.label}) {part.word}: {part.statement} "
-              f"({count}{extra})")
+        print(wrap(f"{SMOKE_PART_MARK if smoke else PART_MARK} {claim} ({part.label}) {part.word}: {part.statement} "
+                   f"({count}{extra})"))
 
 
 #: How a like-for-like part's line says that a DLGN check of it is inconclusive.

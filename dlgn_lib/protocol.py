@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import data, locations, models
+from . import data, locations, models, text
 from .config import DataSpec, ModelSpec, RunConfig
 from .files import write_atomic
 from .tables import run_metric, select_on_validation
@@ -148,16 +148,18 @@ def _setting(config: RunConfig) -> str:
 
 
 def format_comparison(table: pd.DataFrame) -> str:
-    """The comparison as printed text: accuracies to one decimal, names of the models."""
+    """The comparison as printed text: accuracies to one decimal, names of the models; rows named by
+    data set and model in each block of columns (``text.table``)."""
+    rows = pd.MultiIndex.from_arrays([table["data"], [models.display_name(k) for k in table["model"]]],
+                                     names=["data", "model"])
     shown = pd.DataFrame({
-        "data": table["data"], "model": [models.display_name(k) for k in table["model"]],
         "published": [("—" if math.isnan(v) else f"{v:.1f}") for v in table["published"]],
         "reproduced": [f"{m:.1f} ± {s:.1f}" if not math.isnan(s) else f"{m:.1f}"
                        for m, s in zip(table["mean"], table["std"])],
         "difference": [("—" if math.isnan(v) else f"{v:+.1f}") for v in table["difference"]],
         "within 2 std": table["within 2 std"], "seeds": table["seeds"], "setting": table["setting"],
-    })
-    return shown.to_string(index=False)
+    }).set_axis(rows)
+    return text.table(shown)
 
 
 def save_comparison(table: pd.DataFrame, table_id: str):

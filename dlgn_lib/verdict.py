@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 import math
 import operator
-import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .text import wrap
 
 __all__ = ["EARLIER_MARK", "FAIL", "HISTORY_FILE", "INCONCLUSIVE", "MARKS", "NOT_RECORDED", "PASS", "PENDING",
            "RULES_FILE", "Recorded", "SMOKE_MARK", "UndecidedCheck", "bottom_line", "combination_rule",
@@ -67,10 +68,12 @@ class Check:
 
     def line(self) -> str:
         mark = "pass" if self.passed else "FAIL"
-        return (f"  [{mark}] {self.name} = {format_number(self.value, self.digits)}"
-                f"  (threshold: {self.op} {format_number(self.threshold, self.digits)})")
+        return wrap(f"[{mark}] {self.name} = {format_number(self.value, self.digits)}"
+                    f"  (threshold: {self.op} {format_number(self.threshold, self.digits)})", "  ", breaks=[THRESHOLD_PHRASE])
 
 
+#: Where a check's line that does not fit the column continues on a further line.
+THRESHOLD_PHRASE = "(threshold:"
 #: A check's outcomes: it passes, it fails, or its interval straddles the threshold.
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 #: How each outcome is marked at the start of a check's line.
@@ -135,8 +138,8 @@ class SeedCheck:
     def line(self) -> str:
         e, f = self.estimate, (lambda v: format_number(v, self.digits))
         spread = "" if e.method == "exact" else f", 90% [{f(e.low)}, {f(e.high)}]"
-        return (f"  [{MARKS[self.outcome]}] {self.name} = {f(e.value)}{spread}"
-                f"  (threshold: {self.op} {f(self.threshold)}; {e.statistic} over {e.n} seeds, {e.method})")
+        return wrap(f"[{MARKS[self.outcome]}] {self.name} = {f(e.value)}{spread}"
+                    f"  (threshold: {self.op} {f(self.threshold)}; {e.statistic} over {e.n} seeds, {e.method})", "  ", breaks=[THRESHOLD_PHRASE])
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,7 @@ class Verdict:
         counts = f"{outcomes.count(PASS)} of {len(self.checks)} checks pass"
         if any(isinstance(c, SeedCheck) for c in self.checks):   # rules v3: all three outcomes counted
             counts += f", {outcomes.count(FAIL)} fail, {outcomes.count(INCONCLUSIVE)} inconclusive"
-        lines.append(f"VERDICT {self.claim} [{self.profile}]: {self.word} ({counts})")
+        lines.append(wrap(f"VERDICT {self.claim} [{self.profile}]: {self.word} ({counts})"))
         return "\n".join(lines)
 
 
@@ -248,8 +251,8 @@ class UndecidedCheck(SeedCheck):
         return INCONCLUSIVE
 
     def line(self) -> str:
-        return (f"  [{MARKS[INCONCLUSIVE]}] {self.name} = nan  (threshold: {self.op} "
-                f"{format_number(self.threshold, self.digits)}; no value: {self.why})")
+        return wrap(f"[{MARKS[INCONCLUSIVE]}] {self.name} = nan  (threshold: {self.op} "
+                    f"{format_number(self.threshold, self.digits)}; no value: {self.why})", "  ", breaks=[THRESHOLD_PHRASE])
 
 
 def undecided_check(name: str, op: str, threshold: float, why: str) -> UndecidedCheck:
@@ -297,11 +300,16 @@ def use_record(recorded: Recorded | None) -> None:
     _RECORDED = recorded if recorded is not None else Recorded()
 
 
+#: The words before a SMOKE TEST line's quote of the record, never broken across lines (nbval's
+#: sanitize file finds the quote after them).
+FULL_RESULT_PHRASE = "the full result in docs/full_results.json is"
+
+
 def smoke_line(claim: str, why: str, full: str) -> str:
     """``SMOKE TEST C5 [quick] (quick cannot decide C5: why; the full result is …)``; ``full`` is the
     recorded full result (``Recorded.full``), or "not recorded"."""
-    return (f"{SMOKE_MARK} {claim} [quick] (quick cannot decide {claim}: {why}; the full result in "
-            f"docs/full_results.json is {full})")
+    return wrap(f"{SMOKE_MARK} {claim} [quick] (quick cannot decide {claim}: {why}; the full result in "
+                f"docs/full_results.json is {full})", keep=[FULL_RESULT_PHRASE])
 
 
 def evaluate(claim: str, checks, profile: str) -> Verdict:
@@ -353,12 +361,12 @@ def fragile_lines(outcomes: Mapping[str, Sequence[str]], names) -> list[str]:
         if len(set(named)) < 2:
             continue
         if set(named) <= {PASS, FAIL}:
-            lines.append(f"{FRAGILE_MARK} {name}: passes under {named.count(PASS)} of {len(named)} "
-                         f"(docs/spread.json); its pass/fail is not decided by this run alone")
+            lines.append(wrap(f"{FRAGILE_MARK.strip()} {name}: passes under {named.count(PASS)} of {len(named)} "
+                              f"(docs/spread.json); its pass/fail is not decided by this run alone", "  "))
         else:
             counts = ", ".join(f"{o} under {named.count(o)}" for o in (PASS, FAIL, INCONCLUSIVE) if o in named)
-            lines.append(f"{FRAGILE_MARK} {name}: {counts} of {len(named)} (docs/spread.json); "
-                         "its outcome is not decided by this run alone")
+            lines.append(wrap(f"{FRAGILE_MARK.strip()} {name}: {counts} of {len(named)} (docs/spread.json); "
+                              "its outcome is not decided by this run alone", "  "))
     return lines
 
 
@@ -388,8 +396,7 @@ def history(notebook: str, every: bool = False) -> None:
         return
     if not every:
         _say(f"notebook {notebook}: {len(entries)} earlier verdict{'s' * (len(entries) != 1)}, each superseded "
-              f"for a stated reason: docs/record.md, verdict history (here: dl.verdict.history(\"{notebook}\", "
-              "every=True))")
+             f"for a stated reason: docs/record.md; here: dl.verdict.history(\"{notebook}\", every=True)")
         return
     print(f"notebook {notebook}: earlier verdicts (the current one is printed above)")
     for entry in entries:
@@ -431,13 +438,22 @@ def registered_rules(notebook: str | None = None) -> list[dict]:
     return [r for r in rules if notebook is None or r["notebook"] == notebook]
 
 
-#: Width of the printed rule and history lines: the book's content column at 1280 px.
-RULE_WIDTH = 100
+#: Lines a notebook's current rule's statement takes at most (its seeds and targets: one); the
+#: whole of it with ``every=True``.
+RULE_LINES = 3
 
 
-def _say(text: str, indent: str = "") -> None:
-    print(textwrap.fill(text, RULE_WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
-                        break_on_hyphens=False))
+def _say(text: str, indent: str = "", most: int | None = None) -> None:
+    """Print ``text`` wrapped to the column; ``most``: in at most that many lines, cut after its
+    last sentence or clause that fits (else its last word that fits) and marked " …"."""
+    lines = wrap(text, indent).splitlines()
+    if most is not None and len(lines) > most:
+        fits = " ".join(line.strip() for line in lines[:most])
+        room = len(fits) - 2
+        cut = max(fits.rfind(". ", 0, room), fits.rfind("; ", 0, room))
+        fits = fits[:cut + 1] if cut > len(fits) // 2 else fits[:fits.rfind(" ", 0, room)]
+        lines = wrap(fits + " …", indent).splitlines()
+    print("\n".join(lines))
 
 
 def rules(notebook: str, every: bool = False) -> None:
@@ -463,12 +479,12 @@ def rules(notebook: str, every: bool = False) -> None:
 
     for rule in current.values():
         _say(f"{rule['claim']} rule v{rule['version']} (registered {rule['registered']}, {rule['status']}): "
-            f"{rule['statement']}")
-        _say(f"seeds: {rule['seeds']}; targets: {rule['targets']}", "  ")
+             f"{rule['statement']}", most=RULE_LINES)
+        _say(f"seeds: {rule['seeds']}; targets: {rule['targets']}", "  ", most=1)
     earlier = [f"v{r['version']}" for r in entries if r not in current.values()]
     if earlier:
-        _say(f"replaced: {', '.join(earlier)} (docs/record.md, verdict history; here: "
-            f"dl.verdict.rules(\"{notebook}\", every=True))", "  ")
+        _say(f"replaced: {', '.join(earlier)} (docs/record.md, verdict history)", "  ")
+    _say(f"the whole rule: dl.verdict.rules(\"{notebook}\", every=True)", "  ")
 
 
 def combination_rule() -> dict:

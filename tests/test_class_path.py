@@ -129,7 +129,10 @@ def xor_by_hand():
 
 def path_sum_errors():
     i, text = printed("01", "max error float64")
-    rows = [line.split()[-2:] for line in text.splitlines() if re.search(r"e-\d+\s+\S+e-\d+\s*$", line)]
+    values = re.findall(r"\d\.\de[-+]\d+", text)
+    # float64 and float32 side by side, or (the table split to fit the column) float32 in a block below
+    side_by_side = any("float64" in line and "float32" in line for line in text.splitlines())
+    rows = np.array(values).reshape(-1, 2) if side_by_side else np.array(values).reshape(2, -1).T
     orders = []
     for column in zip(*rows):   # float64, float32: every row within one power of ten of the order quoted
         logs = np.log10([float(v) for v in column])

@@ -2,12 +2,14 @@
 thing (reconstruction §7.1), whether it runs in a Jupyter kernel (as in JupyterLab) or papermill."""
 from __future__ import annotations
 
+import re
 import shutil
 
 import nbformat
 from nbclient import NotebookClient
 
 from dlgn_lib import locations
+from dlgn_lib.text import logical_lines
 from dlgn_lib.record.series import CURRENT_INTERPRETER_KERNEL, _KernelManager
 from fingerprint import tree
 
@@ -39,7 +41,9 @@ def test_a_kernel_run_of_a_notebook_rewrites_none_of_its_figures(tmp_path, monke
 
 def _saved_lines(nb) -> list[str]:
     """The figure lines a notebook printed, each path cut to its file name."""
-    lines = [line for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stdout"
-             for line in o.get("text", "").splitlines() if line.startswith(("saved ", "unchanged "))]
+    printed = [line for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stdout"
+               for line in o.get("text", "").splitlines()]
+    saved = re.compile("^(saved|unchanged) ")
+    lines = [line for line in logical_lines(printed, saved) if saved.match(line)]
     return [line.split(" ", 1)[0] + " " + ", ".join(p.rsplit("/", 1)[-1] for p in line.split(" ", 1)[1].split(", "))
             for line in lines]

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dlgn_lib"
 #: Each module's layer, by its name under dlgn_lib (a subpackage's modules share its layer).
 SCIENCE = {"batched", "circle", "clusters", "compare", "config", "costs", "data", "fidelity", "fused", "intervals", "kernels",
            "files", "locations", "losses", "models", "nodes", "numerics", "parts", "paths", "protocol", "runs",
-           "saliency", "sensitivity", "tables", "train", "verdict"}
+           "saliency", "sensitivity", "tables", "text", "train", "verdict"}
 PRESENTATION = {"plots", "studies", "widgets"}
 RECORD = {"record"}   # dlgn_lib/record/: every record tool
 LAYERS = {**{m: 0 for m in SCIENCE}, **{m: 1 for m in PRESENTATION}, **{m: 2 for m in RECORD}}

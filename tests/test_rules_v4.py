@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dlgn_lib import config, intervals, parts, verdict
+from dlgn_lib.text import TEXT_WIDTH, logical_lines
 from dlgn_lib.studies import relu as relu_study
 
 from tests.test_verdict import _code_of
@@ -88,13 +89,13 @@ def _printed_checks(notebook: str) -> list:
     """The checks a committed notebook prints, as named (``[pass] name = ...``)."""
     from dlgn_lib import locations
     path = next((locations.REPO_ROOT / "notebooks").glob(f"{notebook}_*.ipynb"))
+    import nbformat
+    from dlgn_lib.record import executed
     names = []
-    for cell in json.loads(path.read_text())["cells"]:
-        for out in cell.get("outputs", []):
-            for line in "".join(out.get("text", "")).splitlines():
-                m = re.match(r"\s*\[(?:pass|FAIL|inconclusive)\] (.*?) = ", line)
-                if m:
-                    names.append(m.group(1))
+    for line in executed._stdout_lines(nbformat.read(path, as_version=4)):   # a wrapped check read as one line
+        m = re.match(r"\s*\[(?:pass|FAIL|inconclusive)\] (.*?) = ", line)
+        if m:
+            names.append(m.group(1))
     return names
 
 
@@ -170,7 +171,7 @@ def test_a_seed_without_a_value_is_counted_not_dropped():
     assert (counted.estimate.low, counted.estimate.high) != (dropped.estimate.low, dropped.estimate.high)
     # with fewer than two seeds that have a value the check has none: inconclusive, with the count
     lone = parts.check("R6 planted", [0.3, np.nan, np.nan, np.nan, np.nan], ">=", 0.1)
-    assert lone.outcome == verdict.INCONCLUSIVE and "4 of 5 seeds have no value" in lone.line()
+    assert lone.outcome == verdict.INCONCLUSIVE and "4 of 5 seeds have no value" in " ".join(lone.line().split())
 
 
 def test_a_v4_check_is_refused_when_it_already_passes_at_initialisation():
@@ -263,7 +264,9 @@ def test_a_notebook_prints_the_parts_it_decides_with_the_correction_of_the_whole
     found = {p.label: (p.word, p.registered, others) for p, others in parts.local("C5", "05", checks)}
     assert found == {"a": (parts.DOES_NOT_HOLD, 6, ["10"]), "b": (parts.HOLDS, 4, []), "c": (parts.HOLDS, 5, ["06"])}
     parts.show("C5", "05", checks, sensitive={"M2 mixture, gate bias: x"})
-    out = capsys.readouterr().out.splitlines()
+    printed = capsys.readouterr().out.splitlines()
+    assert max(map(len, printed)) <= TEXT_WIDTH
+    out = logical_lines(printed, re.compile("^PART "))   # each part's line as one, as the record reads it
     assert out[0].startswith("PART C5 (a) DOES NOT HOLD: boundaries settle") and out[0].endswith("(2 of its 6 checks here; with 10)")
     assert out[1].startswith("PART C5 (b) HOLDS:") and out[1].endswith("(4 checks here)")
     assert out[2].startswith("PART C5 (c) INCONCLUSIVE:") and "machine-sensitive: M2 mixture, gate bias: x" in out[2]

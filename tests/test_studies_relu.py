@@ -212,8 +212,9 @@ def test_r6_without_a_score_at_init_is_undecided_never_a_pass_or_a_fail():
     got = relu.row_checks("relu", steps, mixture, times, pd.DataFrame(rows), THRESHOLDS, depth=2)
     assert isinstance(got["R6"], verdict.UndecidedCheck) and got["R6"].outcome == verdict.INCONCLUSIVE
     assert "2 of 3 seeds" in got["R6"].why
-    assert got["R6"].line().startswith("  [inconclusive] R6 odt: extra growth Δ of the gate-vector score, layer 1 → 2: "
-                                       "ReLU = nan  (threshold: >= 0.1; no value: 2 of 3 seeds")
+    assert " ".join(got["R6"].line().split()).startswith(
+        "[inconclusive] R6 odt: extra growth Δ of the gate-vector score, layer 1 → 2: ReLU = nan (threshold: >= 0.1; "
+        "no value: 2 of 3 seeds")
     assert relu.undecided_notes({"R6": {"relu": got["R6"], "dlgn": got["R1"]}}) == [f"R6, ReLU: no value: {got['R6'].why}"]
     table = relu.comparison({row: {"dlgn": c, "relu": c} for row, c in got.items()}, THRESHOLDS)
     assert table.loc["R6", "ReLU"] == "no value, inconclusive" and table.loc["R6", "reading"] == "DLGN undecided"

@@ -9,6 +9,7 @@ import pytest
 from matplotlib.collections import PathCollection
 
 from dlgn_lib import config, tables
+from dlgn_lib.text import TEXT_WIDTH, wrap
 from dlgn_lib.plots.tables import accuracy_points, point_values
 from dlgn_lib.studies import table as study
 
@@ -67,13 +68,14 @@ def test_provenance_lines_read_the_selected_runs():
     for r in runs:
         r.dataset = lambda: ds
     rows = {"F": (DATA, (8, 8), ("dlgn", "relu"), {})}
-    lines = study.provenance(rows, runs, {DATA: "F"}, [0, 1]).splitlines()
-    assert lines[:4] == ["F: fashion_mnist, source src", "  split: S; V",
-                         "  train / val / test: 1,200 / 3 / 4; input dimension 784, task multiclass",
-                         "  widths (8, 8), 4 epochs, batch 8, adam, evaluated every 1 epoch(s), seeds [0, 1]"]
-    assert lines[4] == (" " * 15 + "DLGN: lr 0.1, 1,234 trainable parameters, "
-                        "best-validation epoch per seed [2, 3]")
-    assert len(lines) == 6
+    printed = study.provenance(rows, runs, {DATA: "F"}, [0, 1])
+    expected = ["F: fashion_mnist, source src", "  split: S; V",
+                "  train / val / test: 1,200 / 3 / 4; input dimension 784, task multiclass",
+                "  widths (8, 8), 4 epochs, batch 8, adam, evaluated every 1 epoch(s), seeds [0, 1]",
+                " " * 15 + "DLGN: lr 0.1, 1,234 trainable parameters, best-validation epoch per seed [2, 3]"]
+    # each line wrapped to the book's column (dl.text.wrap), the rest of a line four spaces deeper
+    assert printed.startswith(wrap("\n".join(expected)) + "\n")
+    assert max(map(len, printed.splitlines())) <= TEXT_WIDTH and printed.count("trainable parameters") == 2
 
 
 def table_of(cells):

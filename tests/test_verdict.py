@@ -4,6 +4,8 @@ import math
 import pytest
 
 from dlgn_lib import verdict as V
+from dlgn_lib.record.executed import _HEADS
+from dlgn_lib.text import logical_lines
 
 
 @pytest.mark.parametrize("value,op,threshold,passed", [
@@ -41,11 +43,11 @@ def test_a_planted_straddling_interval_gives_inconclusive(capsys):
     assert [c.outcome for c in checks] == ["pass", "inconclusive"]
     assert V.evaluate("C9", checks, "quick").word == "INCONCLUSIVE"
     V.verdict("C9", checks, "full")
-    out = capsys.readouterr().out.splitlines()
+    out = [" ".join(line.split()) for line in logical_lines(capsys.readouterr().out.splitlines(), _HEADS)]
     e = checks[1].estimate
     assert e.low < 0.1 < e.high and e.method == "exact bootstrap" and e.n == 10
-    assert out[1] == (f"  [inconclusive] tolerant gain = 0.1, 90% [{V.format_number(e.low)}, {V.format_number(e.high)}]"
-                      "  (threshold: >= 0.1; mean over 10 seeds, exact bootstrap)")
+    assert out[1] == (f"[inconclusive] tolerant gain = 0.1, 90% [{V.format_number(e.low)}, {V.format_number(e.high)}]"
+                      " (threshold: >= 0.1; mean over 10 seeds, exact bootstrap)")
     assert out[-1] == "VERDICT C9 [full]: INCONCLUSIVE (1 of 2 checks pass, 0 fail, 1 inconclusive)"
 
 
@@ -55,8 +57,10 @@ def test_one_failing_interval_makes_not_supported_even_beside_an_inconclusive_on
               V.exact_check("max error over 10 seeds", 3e-15, 10, "<=", 1e-10)]
     assert [c.outcome for c in checks] == ["fail", "inconclusive", "pass"]
     assert V.evaluate("C9", checks, "quick").word == "NOT SUPPORTED"
-    assert checks[2].line() == ("  [pass] max error over 10 seeds = 3.00e-15  "
-                                "(threshold: <= 1.00e-10; worst case over 10 seeds, exact)")
+    lines = checks[2].line().split("\n")   # wrapped to the book's column, the second line indented 6
+    assert len(lines) == 2 and all(len(x) <= 76 for x in lines) and lines[1].startswith("      (threshold: <= 1.00e-10")
+    assert " ".join(" ".join(lines).split()) == ("[pass] max error over 10 seeds = 3.00e-15 "
+                                                 "(threshold: <= 1.00e-10; worst case over 10 seeds, exact)")
 
 
 def test_a_check_that_already_passes_at_initialisation_is_refused():
@@ -130,7 +134,7 @@ def test_history_prints_every_earlier_verdict_with_its_setting_and_reason(capsys
         history(notebook)
         short = capsys.readouterr().out
         assert short.startswith(f"notebook {notebook}: {len(entries)} earlier verdict") and "docs/record.md" in short
-        assert max(map(len, short.splitlines())) <= 100 and len(short.splitlines()) <= 2, "one line, at most wrapped once"
+        assert max(map(len, short.splitlines())) <= 76 and len(short.splitlines()) <= 2, "one line, at most wrapped once"
         history(notebook, every=True)
         out = capsys.readouterr().out
         for entry in entries:
@@ -152,7 +156,8 @@ def _code_of(notebook: str) -> str:
 
 
 def test_a_notebook_prints_its_current_rule_short_and_names_the_replaced_ones(capsys):
-    from dlgn_lib.verdict import RULE_WIDTH, registered_rules, rules
+    from dlgn_lib.text import TEXT_WIDTH
+    from dlgn_lib.verdict import RULE_LINES, registered_rules, rules
     by_notebook = {}
     for rule in registered_rules():
         by_notebook.setdefault(rule["notebook"], []).append(rule)
@@ -165,13 +170,30 @@ def test_a_notebook_prints_its_current_rule_short_and_names_the_replaced_ones(ca
         printed = [line for line in lines if not line.startswith(" ")]
         assert printed == [next(line for line in lines if line.startswith(f"{claim} rule v{version} "))
                            for claim, version in newest.items()], "only the current rule of each claim"
-        assert max(map(len, lines)) <= RULE_WIDTH
+        assert max(map(len, lines)) <= TEXT_WIDTH
+        # per claim: its statement in at most RULE_LINES lines, its seeds and targets in one
+        statements = [i for i, line in enumerate(lines) if not line.startswith(" ")]
+        for i in statements:
+            seeds = next(j for j in range(i, len(lines)) if lines[j].startswith("  seeds: "))
+            assert seeds - i <= RULE_LINES and not lines[seeds + 1].startswith("      ")
+        assert len(lines) <= len(newest) * (RULE_LINES + 1) + 2
         older = [f"v{r['version']}" for r in entries if r["version"] < newest[r["claim"]]]
+        assert lines[-1] == f'  the whole rule: dl.verdict.rules("{notebook}", every=True)'
         if older:
-            assert lines[-1].strip().startswith(f"replaced: {', '.join(older)} (docs/record.md")
+            assert lines[-2].strip().startswith(f"replaced: {', '.join(older)} (docs/record.md")
         rules(notebook, every=True)
         every = capsys.readouterr().out
         assert all(f"{r['claim']} rule v{r['version']} (registered" in every and r["why"] in every for r in entries)
+
+
+def test_a_rule_cut_short_ends_at_a_sentence_or_clause_and_says_so(capsys):
+    from dlgn_lib.verdict import RULE_LINES, _say
+    text = "First sentence is here. " * 12 + "And a last one that runs on and on"
+    _say(text.strip(), most=RULE_LINES)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) <= RULE_LINES and lines[-1].endswith("here. …")
+    _say("short one", most=RULE_LINES)
+    assert capsys.readouterr().out == "short one\n"
 
 
 def test_registered_rules_are_the_thresholds_their_notebooks_use(capsys):

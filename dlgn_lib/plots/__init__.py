@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from .. import costs, locations, models  # noqa: E402
+from ..text import wrap  # noqa: E402
 
 STYLE = {
     "figure.dpi": 100, "savefig.dpi": 150, "savefig.bbox": "tight",
@@ -290,7 +291,8 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
 
 
 def _print_saved(paths) -> None:
-    print("saved " + ", ".join(locations.display_path(p) for p in paths.values()))
+    shown = [locations.display_path(p) for p in paths.values()]
+    print(wrap("saved " + ", ".join(shown), keep=[f"saved {shown[0]}"]))   # "saved" and the first path on one line
 
 
 def _free_bytes(folder) -> int:

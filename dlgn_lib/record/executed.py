@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from .. import locations
+from .. import locations, text
 from ..verdict import EARLIER_MARK
 
 __all__ = []
@@ -22,7 +22,7 @@ FULL_RECORD = locations.REPO_ROOT / "docs" / "full_results.json"
 SERIES_NOTE = "series.json"
 
 _CHECK = re.compile(r"^\s*\[(pass|FAIL|inconclusive)\] (.*) = (\S+)(?:, 90% \[(\S+), (\S+)\])?"
-                    r"  \(threshold: (\S+) (\S+)(?:; (.*))?\)$")
+                    r"\s+\(threshold: (\S+) (\S+)(?:; (.*))?\)$")
 _VERDICT = re.compile(r"^VERDICT (\S+) \[(\w+)\]: (SUPPORTED|NOT SUPPORTED|INCONCLUSIVE) \((\d+) of (\d+) checks pass"
                       r"(?:, (\d+) fail, (\d+) inconclusive)?\)$")
 _SMOKE = re.compile(r"^SMOKE TEST (\S+) \[(\w+)\] \(quick cannot decide ")
@@ -66,10 +66,15 @@ class Verdict:
         return f"{word}, {self.n_pass} of {self.n_checks}"
 
 
+#: The printed lines the record reads, each joined with the lines it was wrapped onto (``dlgn_lib.text``).
+_HEADS = re.compile(r"^( *\[(pass|FAIL|inconclusive)\] |VERDICT |SMOKE TEST |PART |numerics: |written: | *earlier: | *fragile "
+                    r"|\S+(?:, \S+)* rule v\d+ \(registered | +seeds: )")
+
+
 def _stdout_lines(nb) -> list[str]:
-    return [line for cell in nb.cells for output in cell.get("outputs", [])
-            if output.get("output_type") == "stream" and output.get("name") == "stdout"
-            for line in output["text"].splitlines()]
+    return text.logical_lines([line for cell in nb.cells for output in cell.get("outputs", [])
+                               if output.get("output_type") == "stream" and output.get("name") == "stdout"
+                               for line in output["text"].splitlines()], _HEADS)
 
 
 def verdicts_of(nb) -> list[Verdict]:

@@ -41,9 +41,9 @@ SPREAD_RECORD = locations.REPO_ROOT / "docs" / "spread.json"
 #: A number as the notebooks print it: optional sign (ASCII or Unicode minus), digits with optional
 #: thousands commas and decimals, optional exponent; not part of a word (``C5``, ``05_smooth``,
 #: ``480px`` and ``#1f77b4`` are words).
+_SPACES = re.compile(r"[ \t]+")
 NUMBER = re.compile(r"(?<![\w.])[-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])"
                     r"|(?<![\w.])[-\u2212]?\.\d+(?![\w])")
-_SPACES = re.compile(r"[ \t]+")
 _CARRIAGE_RETURN = re.compile(r"^.*\r(?=[^\n])", re.MULTILINE)   # nbval drops what a \r overwrote
 
 #: Tolerance = factor x the measured range of a number across code paths (at least one unit of its last
@@ -81,8 +81,22 @@ class Number:
 
 def split(text: str) -> tuple[str, list[Number]]:
     """A text's skeleton (each number replaced by ``#``, runs of spaces by one: a table's columns
-    shift when a number's width changes) and its numbers, in order."""
+    shift when a number's width changes) and its numbers, in order. Two skeletons are the same words
+    when :func:`_words` makes them equal (a wrapped line may break elsewhere when a number's width changes)."""
     return _SPACES.sub(" ", NUMBER.sub("#", text)), [Number(m.group(0)) for m in NUMBER.finditer(text)]
+
+
+def _words(skeleton: str) -> str:
+    """A skeleton's words: each run of white space, line breaks included, as one space."""
+    return " ".join(skeleton.split())
+
+
+def _distinct(skeletons: Iterable[str]) -> list[str]:
+    """The first skeleton of each set of the same words, in order."""
+    first: dict[str, str] = {}
+    for skeleton in skeletons:
+        first.setdefault(_words(skeleton), skeleton)
+    return list(first.values())
 
 
 def text_outputs(outputs: Iterable[Mapping], sanitize_text=lambda text: text) -> dict[str, list[str]]:
@@ -217,8 +231,8 @@ class Comparison:
 def compare_text(ref: str, new: str, tolerance: Tolerance = Tolerance(), where: str = "") -> Comparison:
     """Compare two output texts: skeletons exactly (or one recorded alternative), numbers within tolerance."""
     (ref_skeleton, ref_numbers), (new_skeleton, new_numbers) = split(ref), split(new)
-    if new_skeleton != ref_skeleton:
-        if new_skeleton in tolerance.skeletons:
+    if _words(new_skeleton) != _words(ref_skeleton):
+        if _words(new_skeleton) in map(_words, tolerance.skeletons):
             return _compare_alternative(new, new_numbers, tolerance, where)
         return Comparison((Difference("text", where, _first_difference(ref_skeleton, new_skeleton)),), 0, math.inf)
     differences, worst = [], 0.0
@@ -253,11 +267,12 @@ def _compare_alternative(new: str, numbers: list[Number], tolerance: Tolerance, 
 
 
 def _first_difference(a: str, b: str) -> str:
-    a_lines, b_lines = a.splitlines(), b.splitlines()
-    for i, (x, y) in enumerate(zip(a_lines, b_lines)):
+    a_words, b_words = a.split(), b.split()
+    for i, (x, y) in enumerate(zip(a_words, b_words)):
         if x != y:
-            return f"line {i + 1}: expected {x.strip()[:160]!r}, got {y.strip()[:160]!r}"
-    return f"expected {len(a_lines)} lines, got {len(b_lines)}"
+            return (f"word {i + 1}: expected {' '.join(a_words[max(i - 6, 0):i + 10])[:160]!r}, "
+                    f"got {' '.join(b_words[max(i - 6, 0):i + 10])[:160]!r}")
+    return f"expected {len(a_words)} words, got {len(b_words)}"
 
 
 def _context(text: str, index: int) -> str:
@@ -302,8 +317,8 @@ def spread_entries(variants: Mapping[str, Mapping[str, Mapping[str, Sequence[str
     entries = {}
     for where, by_variant in texts.items():
         parts = {name: split(text) for name, text in by_variant.items()}
-        skeletons = list(dict.fromkeys(skeleton for skeleton, _ in parts.values()))
-        same = [numbers for skeleton, numbers in parts.values() if skeleton == skeletons[0]]
+        skeletons = _distinct(skeleton for skeleton, _ in parts.values())
+        same = [numbers for skeleton, numbers in parts.values() if _words(skeleton) == _words(skeletons[0])]
         entry = {"ranges": [_span(n.value for n in column) for column in zip(*same)],
                  "values": {name: [n.text for n in numbers] for name, (_, numbers) in parts.items()}}
         if len(skeletons) > 1:
@@ -487,8 +502,9 @@ def rebase_committed(record: Mapping, nb_id: str, before: Mapping, after: Mappin
         skeleton, numbers = split(text)
         out = entry["outputs"].get(where, {})
         quotes = QUOTES_FULL_RECORD in text
-        if where not in old or (skeleton != split(old[where])[0]
-                                and skeleton not in out.get("skeletons", ()) and not quotes):
+        recorded_skeletons = [_words(k) for k in out.get("skeletons", ())]
+        if where not in old or (_words(skeleton) != _words(split(old[where])[0])
+                                and _words(skeleton) not in recorded_skeletons and not quotes):
             raise ValueError(f"notebook {nb_id}, output {where}: its words changed; {again}")
         if not numbers:
             continue
@@ -499,9 +515,9 @@ def rebase_committed(record: Mapping, nb_id: str, before: Mapping, after: Mappin
         if printed not in measured and not quotes:
             raise ValueError(f"notebook {nb_id}, output {where}: prints {' '.join(printed)[:120]}, "
                              f"which no recorded code path printed; {again}")
-        if out.get("skeletons") and skeleton != out["skeletons"][0]:
+        if recorded_skeletons and _words(skeleton) != recorded_skeletons[0]:
             out["ranges"] = [_span(Number(v[i]).value for v in [*measured, printed]) for i in range(len(printed))]
-            out["skeletons"] = [skeleton, *(s for s in out["skeletons"] if s != skeleton)]
+            out["skeletons"] = [skeleton, *(k for k in out["skeletons"] if _words(k) != _words(skeleton))]
         out["values"]["committed"] = printed
     if gone := sorted(set(old) - set(new)):
         raise ValueError(f"notebook {nb_id}: outputs {', '.join(gone[:5])} are no longer printed; {again}")
@@ -548,7 +564,7 @@ def _merge_output(a: Mapping | None, b: Mapping | None, where: str) -> dict:
         raise ValueError(f"{where}: the two records measured other committed outputs "
                          f"({a['values'].get('committed')} against {b['values'].get('committed')}); re-measure instead")
     values = {**a["values"], **b["values"]}
-    skeletons = list(dict.fromkeys([*a.get("skeletons", ()), *b.get("skeletons", ())]))
+    skeletons = _distinct([*a.get("skeletons", ()), *b.get("skeletons", ())])
     # words changed somewhere: which values share the committed words is not recorded, so the larger range
     ranges = [max(x, y) for x, y in itertools.zip_longest(a["ranges"], b["ranges"], fillvalue=0.0)]
     if not skeletons:   # every code path printed the committed words: the range over all of them
@@ -583,7 +599,9 @@ def outcomes_of_copies(copies: Mapping[str, Path]) -> dict[str, dict[str, bool |
 def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = None, reuse: bool = False,
            workers: int | None = None, add: bool = False) -> dict:
     """Run the series under each code path and write the record: anew, with the notebooks ``only`` replaced, or
-    (``add``) joined by this machine's code paths; all checked first, left as it was when a run fails or stops."""
+    (``add``) joined by this machine's code paths; all checked first, left as it was when a run fails or stops.
+    Each code path keeps its run cache in ``build/spread/<path>/runs`` (a run's key names its code path and
+    ``CODE_VERSION``), so a second measurement trains only what changed; delete the folder to train anew."""
     from dlgn_lib.record.series import select_notebooks
     names = list(variants or VARIANTS)
     if unknown := [n for n in names if n not in VARIANTS]:
@@ -602,8 +620,8 @@ def spread(variants: Sequence[str] | None = None, only: Sequence[str] | None = N
             continue
         settings = " ".join(f"{k}={v}" for k, v in VARIANTS[name].items()) or "no variables"
         print(f"{step} running the quick series ({settings})", flush=True)
-        if folder.exists():
-            shutil.rmtree(folder)
+        for made in ("notebooks", "figures"):   # its run cache stays: each key names the code path and CODE_VERSION
+            shutil.rmtree(folder / made, ignore_errors=True)
         start = time.perf_counter()
         _run_series_under(VARIANTS[name], folder, "quick", only, workers,
                           then=f"{locations.display_path(record)} is unchanged",

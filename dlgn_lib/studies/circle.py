@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import circle, config, data, fidelity, runs as runs_module, widgets
+from .. import circle, config, data, fidelity, runs as runs_module, text, widgets
 from ..plots import MODEL_NAMES
 from ..plots import circle as circle_plots
 
@@ -98,7 +98,7 @@ def target_lines(specs: Mapping[str, config.DataSpec]) -> str:
     for name, spec in specs.items():
         params = {k: v for k, v in spec.kwargs().items() if k not in ("target", "n_train")}
         lines.append(f"{name}: " + "; ".join(f"{k} {np.round(v, 3).tolist()}" for k, v in params.items()))
-    return "\n".join(lines)
+    return text.wrap("\n".join(lines))
 
 
 def distance_baselines(params: Mapping[str, dict]) -> pd.DataFrame:
@@ -115,7 +115,7 @@ def jump_lines(params: Mapping[str, dict]) -> str:
     smooth, rough = params["mixture"]["smooth"], params["mixture"]["rough"]
     lines.append(f"mixture: smooth arc {smooth[0]:.3f} → {smooth[1]:.3f} "
                  f"({circle.ccw_length(smooth) / (2 * np.pi):.0%} of the circle), rough arc {rough[0]:.3f} → {rough[1]:.3f}")
-    return "\n".join(lines)
+    return text.wrap("\n".join(lines))
 
 
 # --------------------------------------------------------------------------- tables
@@ -166,7 +166,7 @@ def left_out_lines(checks: Mapping[tuple, fidelity.Fidelity], settings: Sequence
                      + (" (" + ", ".join(f"{t} seed {seed}" for t, _, seed in out) + ")" if out else ""))
     mixture = [f.agrees for key, f in checks.items() if key[0] == "mixture"]
     lines.append(f"mixture: {sum(mixture)} of {len(mixture)} runs agree (not used by M1–M2 either way)")
-    return "\n".join(lines)
+    return text.wrap("\n".join(lines))
 
 
 def snapshot_tables(runs: Mapping[tuple, object], measure, columns: Sequence[str], epochs=None) -> pd.DataFrame:
@@ -323,8 +323,8 @@ def times_table(mixture: pd.DataFrame, by: Sequence[str], times, *args, names: M
 
 def fit_times_text(times: pd.DataFrame) -> str:
     """``fit_times`` rows as printed by 06 and 08: times to 1 decimal, ratios to 3, losses as x.xxe-xx."""
-    return times.round({c: 3 if "ratio" in c else 1 for c in times.columns if "loss" not in c}).to_string(
-        formatters={c: "{:.2e}".format for c in times.columns if "loss" in c})
+    return text.table(times.round({c: 3 if "ratio" in c else 1 for c in times.columns if "loss" not in c}),
+                      formatters={c: "{:.2e}".format for c in times.columns if "loss" in c})
 
 
 def median_ratio(times: pd.DataFrame, group: str, what: str) -> float:
@@ -340,7 +340,7 @@ def frozen_ratio(times: pd.DataFrame, frozen: str = MODEL_NAMES["dlgn_frozen"]) 
 
 def frozen_ratio_text(table: pd.DataFrame) -> str:
     """The frozen-gate ratio table as 05 prints it (losses in scientific notation)."""
-    return table.to_string(formatters={"final rough-arc loss": "{:.3e}".format, "frozen-gate / model": "{:.3g}".format})
+    return text.table(table, formatters={"final rough-arc loss": "{:.3e}".format, "frozen-gate / model": "{:.3g}".format})
 
 
 def alignment_rises(steps: pd.DataFrame) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import config, data, models, tables
+from .. import config, data, models, tables, text
 from ..plots import MODEL_NAMES
 
 __all__ = ["CIFAR_ROWS", "COLUMNS", "benchmarks", "caption", "cifar_probe", "column_of", "conv_selection_lines",
@@ -85,9 +85,9 @@ def validation_report(runs: Sequence, labels: Mapping, chosen: Mapping) -> str:
     chosen_lr = pd.Series(chosen).rename_axis(["data", "model"])
     models_in_order = list(dict.fromkeys(model for _, model in chosen))
     return "\n".join([mean_val.unstack("lr").round(3).rename(columns=lambda lr: f"mean val, lr {lr:g}")
-                      .rename_axis(columns=None).to_string(), "",
+                      .rename_axis(columns=None).pipe(text.table), "",
                       "chosen learning rate per (data set, model):",
-                      chosen_lr.unstack("model")[models_in_order].to_string(na_rep="—")])
+                      text.table(chosen_lr.unstack("model")[models_in_order], na_rep="—")])
 
 
 def provenance(rows: Mapping, selected: Sequence, labels: Mapping, seeds: Sequence[int]) -> str:
@@ -108,7 +108,7 @@ def provenance(rows: Mapping, selected: Sequence, labels: Mapping, seeds: Sequen
             mine = [r for r in picked if r.config.model.kind == kind]
             lines.append(f"  {MODEL_NAMES[kind]:>17}: lr {mine[0].config.lr:g}, {mine[0].meta['n_trainable']:,} "
                          f"trainable parameters, best-validation epoch per seed {[r.meta['best_epoch'] for r in mine]}")
-    return "\n".join(lines)
+    return text.wrap("\n".join(lines))
 
 
 def conv_sizes_lines(cfg) -> list[str]:

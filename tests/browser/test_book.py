@@ -257,16 +257,19 @@ def test_formulas_are_typeset_without_a_network(book_page):
 
 
 def test_no_output_is_wider_than_the_column_and_figures_open_at_full_size(book, book_page):
-    """At 1280 px every printed output wraps inside its column and every output table scrolls inside
-    itself, so nothing is cut off at the right (the verdict blocks among them); a click on a
-    figure opens it at its native resolution, and a second click closes it."""
+    """At 1280 px every printed output fits its column as printed, with no line wrapped by the browser
+    (``dlgn_lib.text``: the notebooks print at most ``TEXT_WIDTH`` characters a line; the book's
+    wrapping is only a fallback for narrower screens), and every output table scrolls inside itself,
+    so nothing is cut off at the right; a click on a figure opens it at its native resolution, and
+    a second click closes it."""
     checked, tables = 0, 0
     for notebook in sorted((locations.REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         page = book_page.open(f"notebooks/{notebook.stem}.html")
         sizes = page.evaluate("""() => {
             const right = document.querySelector('main').getBoundingClientRect().right;
-            return Array.from(document.querySelectorAll('.cell_output pre, .cell_output table')).map(p =>
-                [p.tagName, p.scrollWidth, p.clientWidth, p.getBoundingClientRect().right, right]); }""")
+            return Array.from(document.querySelectorAll('.cell_output pre, .cell_output table')).map(p => {
+                if (p.tagName === 'PRE') { p.style.whiteSpace = 'pre'; p.style.overflowWrap = 'normal'; }
+                return [p.tagName, p.scrollWidth, p.clientWidth, p.getBoundingClientRect().right, right]; }); }""")
         wide = [s for s in sizes if s[1] > s[2] + 1 and s[0] == "PRE" or s[3] > s[4] + 1]
         assert wide == [], (notebook.name, wide[:3])
         checked += sum(s[0] == "PRE" for s in sizes)
