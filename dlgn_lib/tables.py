@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from . import locations, models
-from .text import wrap
+from .text import listed
 from .files import read_json, write_atomic
 
 __all__ = ["accuracy_table", "cell", "format_table", "run_metric", "save_table", "select_on_validation",
@@ -181,8 +181,7 @@ def save_table(table: pd.DataFrame, table_id: str, *, digits: int = 3, caption: 
     write_atomic(tex_path, note + latex.replace("±", r"$\pm$").replace("—", "--"))
     written = [csv_path, tex_path]
     if verbose:
-        shown = [locations.display_path(p) for p in written]
-        print(wrap("saved " + ", ".join(shown), keep=[f"saved {shown[0]}"]))
+        print(listed("saved", [locations.display_path(p) for p in written]))
     return written
 
 

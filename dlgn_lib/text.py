@@ -12,7 +12,7 @@ import re
 import textwrap
 from typing import Iterable, Pattern
 
-__all__ = ["CONTINUATION", "TEXT_WIDTH", "logical_lines", "table", "use_width", "wrap"]
+__all__ = ["CONTINUATION", "TEXT_WIDTH", "listed", "logical_lines", "table", "use_width", "wrap"]
 
 #: Characters per printed line: the book's output column at 1280 px holds 77 of its monospace
 #: characters (656 px at 14 px DejaVu Sans Mono); one less leaves room for a wider font.
@@ -51,13 +51,19 @@ def _fill(text: str, first: str, rest: str) -> list[str]:
                          break_long_words=False)
 
 
+def listed(word: str, items: list[str]) -> str:
+    """``word item, item, …`` wrapped to the column, ``word`` and the first item on one line
+    ("saved figures/05_x.png, figures/05_x.pdf")."""
+    return wrap(f"{word} " + ", ".join(items), keep=[f"{word} {items[0]}"])
+
+
 def logical_lines(lines: Iterable[str], heads: Pattern[str]) -> list[str]:
     """``lines`` with each line that ``heads`` matches joined with the lines ``wrap`` continued it on
     (those indented exactly :data:`CONTINUATION` deeper, themselves no head), one space between."""
     out: list[str] = []
     indent = None   # the indentation of the last head line, while its continuation may follow
     for line in lines:
-        if indent is not None and line.startswith(indent + CONTINUATION) and not line[len(indent) + 4:].startswith(" ") \
+        if indent is not None and line.startswith(indent + CONTINUATION) and not line[len(indent + CONTINUATION):].startswith(" ") \
                 and not heads.match(line):
             out[-1] += " " + line.strip()
             continue

@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from .. import costs, locations, models  # noqa: E402
-from ..text import wrap  # noqa: E402
+from ..text import listed  # noqa: E402
 
 STYLE = {
     "figure.dpi": 100, "savefig.dpi": 150, "savefig.bbox": "tight",
@@ -291,8 +291,7 @@ def save_figure(fig, figure_id: str, *, formats=("png", "pdf"), verbose: bool = 
 
 
 def _print_saved(paths) -> None:
-    shown = [locations.display_path(p) for p in paths.values()]
-    print(wrap("saved " + ", ".join(shown), keep=[f"saved {shown[0]}"]))   # "saved" and the first path on one line
+    print(listed("saved", [locations.display_path(p) for p in paths.values()]))
 
 
 def _free_bytes(folder) -> int:
